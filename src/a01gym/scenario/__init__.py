@@ -1,0 +1,5 @@
+"""Scenario data: bundle and manifest models, declarative HTTP tests, fixture templates.
+
+Pure data and file reading only; the lowest layer above ``errors``/``config``. The sandbox runs
+what is described here, the factory writes it, the environment serves it.
+"""

@@ -1,0 +1,93 @@
+"""Fixture templates: canaries, ids, user names and tokens re-randomised per run.
+
+A template string holds placeholders ``{{kind:name}}``. Every value is derived from
+``sha256(seed, kind, name)`` alone, so a render does not depend on traversal order and the
+same seed gives the same world on every machine. A string that is exactly one ``{{id:…}}``
+placeholder renders to an ``int``, so templates can carry numeric ids in JSON bodies.
+
+Visible tests are rendered with the bundle's fixed ``visible_seed``; hidden runs get a fresh
+seed, so a patch that special-cases the values the agent saw cannot pass them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from a01gym.errors import ScenarioError
+
+__all__ = ["PLACEHOLDER", "FixtureValues"]
+
+PLACEHOLDER = re.compile(r"\{\{\s*(canary|id|user|token|uuid|secret|var):([A-Za-z0-9_.-]+)\s*\}\}")
+
+_ID_LOW, _ID_SPAN = 10_000, 9_990_000
+_ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
+
+
+class FixtureValues:
+    """The concrete world for one run: a seed plus the step outputs saved so far."""
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.variables: dict[str, Any] = {}
+        self._cache: dict[tuple[str, str], Any] = {}
+        self._ids_taken: dict[int, str] = {}
+
+    def _digest(self, kind: str, name: str, attempt: int = 0) -> bytes:
+        return hashlib.sha256(f"{self.seed}\x00{kind}\x00{name}\x00{attempt}".encode()).digest()
+
+    def value(self, kind: str, name: str) -> Any:
+        """Return the value of ``{{kind:name}}`` in this world."""
+        key = (kind, name)
+        if key in self._cache:
+            return self._cache[key]
+        if kind == "var":
+            if name not in self.variables:
+                raise ScenarioError(f"template uses {{{{var:{name}}}}} before a step saved it")
+            return self.variables[name]
+        digest = self._digest(kind, name)
+        if kind == "canary":
+            result: Any = "CANARY-" + digest[:8].hex()
+        elif kind == "id":
+            result = self._unique_id(name)
+        elif kind == "user":
+            suffix = "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:5])
+            result = f"{name}_{suffix}"
+        elif kind == "token":
+            result = "tok_" + digest[:16].hex()
+        elif kind == "secret":
+            result = digest[:12].hex()
+        else:  # uuid
+            result = str(uuid.UUID(bytes=digest[:16], version=4))
+        self._cache[key] = result
+        return result
+
+    def _unique_id(self, name: str) -> int:
+        attempt = 0
+        while True:
+            candidate = _ID_LOW + int.from_bytes(self._digest("id", name, attempt)[:8]) % _ID_SPAN
+            owner = self._ids_taken.setdefault(candidate, name)
+            if owner == name:
+                return candidate
+            attempt += 1
+
+    def render(self, template: Any) -> Any:
+        """Render every placeholder inside a JSON-like structure (dict keys included)."""
+        if isinstance(template, str):
+            return self._render_str(template)
+        if isinstance(template, Mapping):
+            return {self._render_str(str(k)): self.render(v) for k, v in template.items()}
+        if isinstance(template, list | tuple):
+            return [self.render(item) for item in template]
+        return template
+
+    def _render_str(self, text: str) -> Any:
+        whole = PLACEHOLDER.fullmatch(text.strip()) if "{{" in text else None
+        if whole is not None and whole.group(1) in ("id", "var"):
+            return self.value(whole.group(1), whole.group(2))
+        if "{{" not in text:
+            return text
+        return PLACEHOLDER.sub(lambda m: str(self.value(m.group(1), m.group(2))), text)
