@@ -1,0 +1,142 @@
+"""Wire models of the supervisor's control API (shared by the supervisor and its client).
+
+Every request body is a pydantic model with ``extra="forbid"``; every error is
+``{"error": {"code", "message"}}`` with a stable code, so a client can tell the agent's
+mistakes (bad path, non-unique edit, app failed to start) from sandbox failures.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "AppState",
+    "AppStatus",
+    "EditRequest",
+    "ErrorBody",
+    "ErrorCode",
+    "FileEntry",
+    "Health",
+    "ProxyRequest",
+    "ProxyResponse",
+    "QueryRequest",
+    "QueryResult",
+    "SearchMatch",
+    "SearchRequest",
+    "SeedRequest",
+    "WriteRequest",
+]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorCode(enum.StrEnum):
+    UNAUTHORIZED = "unauthorized"
+    BAD_REQUEST = "bad_request"
+    PATH_INVALID = "path_invalid"
+    NOT_FOUND = "not_found"
+    TOO_LARGE = "too_large"
+    EDIT_NOT_FOUND = "edit_not_found"
+    EDIT_NOT_UNIQUE = "edit_not_unique"
+    NOT_TEXT = "not_text"
+    NO_WORKSPACE = "no_workspace"
+    APP_START_FAILED = "app_start_failed"
+    APP_NOT_RUNNING = "app_not_running"
+    APP_TIMEOUT = "app_timeout"
+    QUERY_FAILED = "query_failed"
+    UNKNOWN_ACTOR = "unknown_actor"
+
+
+class ErrorBody(_Model):
+    code: ErrorCode
+    message: str
+
+
+class AppState(enum.StrEnum):
+    STOPPED = "stopped"
+    STARTING = "starting"
+    RUNNING = "running"
+    CRASHED = "crashed"
+
+
+class AppStatus(_Model):
+    state: AppState
+    pid: int | None = None
+    error: str | None = Field(None, description="Import/startup traceback or exit reason.")
+    start_ms: float | None = None
+
+
+class Health(_Model):
+    status: Literal["ok"] = "ok"
+    workspace_loaded: bool
+    app: AppStatus
+
+
+class FileEntry(_Model):
+    path: str
+    size: int
+
+
+class WriteRequest(_Model):
+    content: str
+
+
+class EditRequest(_Model):
+    path: str
+    old: str = Field(min_length=1)
+    new: str
+
+
+class SearchRequest(_Model):
+    pattern: str = Field(min_length=1, max_length=500)
+    path: str | None = None
+    max_matches: int = Field(200, ge=1, le=1000)
+
+
+class SearchMatch(_Model):
+    path: str
+    line: int
+    text: str
+
+
+class ProxyRequest(_Model):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] = "GET"
+    path: str = Field(pattern=r"^/", max_length=4096)
+    actor: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    query: dict[str, Any] = Field(default_factory=dict)
+    json_body: Any = Field(default=None, alias="json")
+    body: str | None = None
+    timeout_s: float | None = Field(None, gt=0, le=60)
+
+
+class ProxyResponse(_Model):
+    status: int
+    headers: dict[str, str]
+    body: str
+    truncated: bool = False
+    elapsed_ms: float
+
+
+class SeedRequest(_Model):
+    tables: dict[str, list[dict[str, Any]]] = Field(default_factory=dict)
+    actors: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="actor name -> rendered auth headers"
+    )
+
+
+class QueryRequest(_Model):
+    sql: str = Field(min_length=1, max_length=10_000)
+    params: list[Any] = Field(default_factory=list)
+
+
+class QueryResult(_Model):
+    columns: list[str]
+    rows: list[list[Any]]

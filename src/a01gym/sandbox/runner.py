@@ -1,0 +1,190 @@
+"""Runs declarative HTTP tests against a running sandbox, through its supervisor.
+
+Nothing from a bundle is executed here: tests are data, requests go through the supervisor's
+proxy, database checks through its read-only query endpoint. Every way a test cannot complete
+(app down, timeout, sandbox gone, a precondition not met) yields ``inconclusive``, which
+scoring treats as failing closed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from a01gym.errors import SandboxError
+from a01gym.sandbox import protocol
+from a01gym.sandbox.client import ControlError, SupervisorClient
+from a01gym.scenario import httptest
+from a01gym.scenario.fixtures import FixtureValues
+from a01gym.scenario.httptest import HttpTest, Outcome, StepEvidence, TestResult
+from a01gym.scenario.manifest import Fixture, Manifest
+
+__all__ = ["EVIDENCE_CHARS", "render_actors", "run_suite", "run_test"]
+
+EVIDENCE_CHARS = 400
+
+
+def render_actors(manifest: Manifest, values: FixtureValues) -> dict[str, dict[str, str]]:
+    """Each actor's auth headers in this world (``anonymous`` has none)."""
+    actors = {actor.name: values.render(actor.headers) for actor in manifest.actors}
+    actors.setdefault("anonymous", {})
+    return actors
+
+
+class _Inconclusive(Exception):
+    pass
+
+
+async def run_test(
+    client: SupervisorClient,
+    test: HttpTest,
+    values: FixtureValues,
+    actors: Mapping[str, Mapping[str, str]],
+) -> TestResult:
+    """Run one test; never raises for anything the app or the sandbox does."""
+    started = time.perf_counter()
+    evidence: list[StepEvidence] = []
+
+    def result(outcome: Outcome, reason: str) -> TestResult:
+        return TestResult(
+            test_id=test.id,
+            kind=test.kind,
+            outcome=outcome,
+            reason=reason,
+            evidence=evidence,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    try:
+        checks = [
+            httptest.DbCheck.model_validate(values.render(c.model_dump())) for c in test.db_checks
+        ]
+        before = [await _query(client, check) for check in checks]
+        for raw_step in test.steps:
+            reason = await _run_step(client, raw_step, values, actors, evidence)
+            if reason is not None:
+                return result(Outcome.FAIL, reason)
+        for check, rows_before in zip(checks, before, strict=True):
+            reason = _compare(check, rows_before, await _query(client, check))
+            if reason is not None:
+                return result(Outcome.FAIL, reason)
+    except _Inconclusive as exc:
+        return result(Outcome.INCONCLUSIVE, str(exc))
+    return result(Outcome.PASS, "all assertions held")
+
+
+async def _run_step(
+    client: SupervisorClient,
+    raw_step: httptest.Step,
+    values: FixtureValues,
+    actors: Mapping[str, Mapping[str, str]],
+    evidence: list[StepEvidence],
+) -> str | None:
+    try:
+        step = httptest.Step.model_validate(values.render(raw_step.model_dump(by_alias=True)))
+    except (ValidationError, Exception) as exc:
+        raise _Inconclusive(f"step could not be rendered: {exc}") from exc
+    if step.actor not in actors:
+        raise _Inconclusive(f"unknown actor {step.actor!r}")
+    record = StepEvidence(actor=step.actor, method=step.method, path=step.path)
+    evidence.append(record)
+    try:
+        response = await client.request(
+            protocol.ProxyRequest(
+                method=step.method,
+                path=step.path,
+                headers={**actors[step.actor], **step.headers},
+                query=step.query,
+                json=step.json_body,
+                body=step.body,
+            )
+        )
+    except ControlError as exc:
+        record.error = exc.message
+        raise _Inconclusive(f"request failed: {exc.code}") from exc
+    except SandboxError as exc:
+        record.error = str(exc)
+        raise _Inconclusive("sandbox unavailable") from exc
+    record.status, record.body = response.status, response.body[:EVIDENCE_CHARS]
+    headers_text = "\n".join(f"{k}: {v}" for k, v in response.headers.items())
+    document = _json_or_missing(response.body)
+    for assertion in step.require:
+        reason = httptest.check_assertion(
+            assertion, response.status, response.body, headers_text, document
+        )
+        if reason is not None:
+            raise _Inconclusive(f"precondition failed: {reason}")
+    for assertion in step.expect:
+        reason = httptest.check_assertion(
+            assertion, response.status, response.body, headers_text, document
+        )
+        if reason is not None:
+            return f"{step.method} {step.path} as {step.actor}: {reason}"
+    for name, path in step.save.items():
+        try:
+            values.variables[name] = httptest.json_path(document, path)
+        except (KeyError, TypeError) as exc:
+            raise _Inconclusive(f"nothing to save at {path!r}") from exc
+    return None
+
+
+def _json_or_missing(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return httptest.NOT_JSON
+
+
+async def _query(client: SupervisorClient, check: httptest.DbCheck) -> list[list[Any]]:
+    try:
+        return (await client.query(check.sql, check.params)).rows
+    except ControlError as exc:
+        raise _Inconclusive(f"database check failed: {exc.message}") from exc
+    except SandboxError as exc:
+        raise _Inconclusive("sandbox unavailable for database check") from exc
+
+
+def _compare(check: httptest.DbCheck, before: list[list[Any]], after: list[list[Any]]) -> str | None:
+    if check.expect == "unchanged":
+        return None if before == after else f"database changed: {check.sql}"
+    if check.expect == "changed":
+        return None if before != after else f"database unchanged: {check.sql}"
+    expected = check.rows or []
+    return None if after == expected else f"database rows {after!r} != {expected!r}"
+
+
+async def run_suite(
+    client: SupervisorClient,
+    manifest: Manifest,
+    fixture: Fixture,
+    tests: Sequence[HttpTest],
+    *,
+    seed: int,
+) -> list[TestResult]:
+    """Run ``tests`` in order, re-seeding the database from ``fixture`` before each one.
+
+    Every test sees the same world (one seed), and none sees what an earlier test changed.
+    """
+    world = FixtureValues(seed)
+    tables = world.render(fixture.tables)
+    actors = render_actors(manifest, world)
+    results: list[TestResult] = []
+    for test in tests:
+        try:
+            await client.seed(protocol.SeedRequest(tables=tables, actors=actors))
+        except (ControlError, SandboxError) as exc:
+            results.append(
+                TestResult(
+                    test_id=test.id,
+                    kind=test.kind,
+                    outcome=Outcome.INCONCLUSIVE,
+                    reason=f"could not seed the database: {exc}",
+                )
+            )
+            continue
+        results.append(await run_test(client, test, FixtureValues(seed), actors))
+    return results

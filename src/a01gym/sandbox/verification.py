@@ -1,0 +1,70 @@
+"""Scores a candidate workspace on a fresh sandbox with a fresh world.
+
+This is the only path to a hidden score. It takes whole files (the agent's final changes
+overlaid on the pristine bundle), never a live sandbox the agent touched, so nothing the
+agent left running can influence the grading.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from pydantic import BaseModel
+
+from a01gym.sandbox import protocol, runner
+from a01gym.sandbox.backend import SandboxBackend
+from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.httptest import Outcome, TestResult
+from a01gym.scenario.scoring import Score, score_results
+
+__all__ = ["Verification", "verify"]
+
+
+class Verification(BaseModel):
+    """The full hidden report. Hidden: never show before the terminal step."""
+
+    app: protocol.AppStatus
+    results: list[TestResult]
+    score: Score
+    duration_ms: float
+
+
+async def verify(
+    backend: SandboxBackend, bundle: Bundle, files: Mapping[str, bytes], *, seed: int
+) -> Verification:
+    """Load ``files`` into a fresh sandbox, start the app, run the hidden tests.
+
+    Args:
+        backend: where to get the fresh sandbox; it is released afterwards.
+        bundle: gives the manifest (actors), fixture template and hidden tests.
+        files: the complete workspace to score (e.g. ``bundle.patched_workspace(patch)``).
+        seed: the world for this run; use a fresh random seed for real grading.
+    """
+    started = time.perf_counter()
+    sandbox = await backend.acquire()
+    try:
+        await sandbox.client.load_workspace(files)
+        app = await sandbox.client.restart_app()
+        if app.state is protocol.AppState.RUNNING:
+            results = await runner.run_suite(
+                sandbox.client, bundle.manifest, bundle.hidden.fixture, bundle.hidden.tests, seed=seed
+            )
+        else:
+            results = [
+                TestResult(
+                    test_id=t.id,
+                    kind=t.kind,
+                    outcome=Outcome.INCONCLUSIVE,
+                    reason="the app did not start",
+                )
+                for t in bundle.hidden.tests
+            ]
+    finally:
+        await backend.release(sandbox)
+    return Verification(
+        app=app,
+        results=results,
+        score=score_results(results),
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
