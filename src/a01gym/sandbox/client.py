@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from a01gym.errors import SandboxLostError, SandboxTimeoutError
+from a01gym.errors import SandboxError, SandboxLostError, SandboxTimeoutError
 from a01gym.sandbox import protocol
 from a01gym.scenario.bundle import pack_files
 
@@ -66,21 +66,34 @@ class SupervisorClient:
                 sandbox_id=self.sandbox_id,
                 hint="the sandbox died; release it and acquire a new one",
             ) from exc
-        body = response.json() if response.content else None
-        if response.status_code >= 400:
+        try:
+            body = response.json() if response.content else None
+            if response.status_code < 400:
+                return body
             error = protocol.ErrorBody.model_validate((body or {}).get("error"))
-            raise ControlError(error.code, error.message)
-        return body
+        except ValueError as exc:
+            raise SandboxError(
+                f"supervisor failed on {method} {url} (HTTP {response.status_code})",
+                sandbox_id=self.sandbox_id,
+                hint="see supervisor.log in the sandbox directory",
+            ) from exc
+        raise ControlError(error.code, error.message)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def health(self) -> protocol.Health:
         return protocol.Health.model_validate(await self._call("GET", "/healthz"))
 
-    async def load_workspace(self, files: Mapping[str, bytes]) -> None:
-        """Replace the workspace with ``files`` and make them the baseline for diffs."""
+    async def load_workspace(self, files: Mapping[str, bytes], *, entrypoint: str) -> None:
+        """Replace the workspace with ``files`` (the new diff baseline) and empty the database.
+
+        Args:
+            files: path -> bytes of the whole workspace.
+            entrypoint: the app's ``module:attribute`` (``manifest.entrypoint``).
+        """
         await self._call(
             "PUT",
             "/workspace",
+            params={"entrypoint": entrypoint},
             content=pack_files(files),
             headers={"Content-Type": "application/x-tar"},
         )

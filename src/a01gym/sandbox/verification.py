@@ -44,7 +44,7 @@ async def verify(
     started = time.perf_counter()
     sandbox = await backend.acquire()
     try:
-        await sandbox.client.load_workspace(files)
+        await sandbox.client.load_workspace(files, entrypoint=bundle.manifest.entrypoint)
         app = await sandbox.client.restart_app()
         if app.state is protocol.AppState.RUNNING:
             results = await runner.run_suite(

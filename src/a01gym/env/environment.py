@@ -1,0 +1,641 @@
+"""One episode at a time: reset → tool steps → terminal grading, on a warm sandbox.
+
+:class:`A01Environment` is what the gateway holds per session. ``reset`` asks the
+:class:`~a01gym.env.sampler.CurriculumSampler` for a scenario, loads its workspace into a
+sandbox from the shared :class:`EnvRuntime`'s backend, starts the app and seeds the agent's
+(visible) world. Each ``step`` validates one action and runs it through
+:mod:`a01gym.env.tools`. The terminal step (``submit``, or the budget running out) takes the
+episode's changed files, overlays them on the pristine workspace, has
+:func:`a01gym.sandbox.verification.verify` grade them on a *fresh* sandbox with a re-randomised
+world, and turns the report into a reward with :mod:`a01gym.env.reward`. Until then no
+observation carries a reward; after it every step is refused.
+
+If the episode's sandbox dies, the environment replaces it once, replaying the agent's file
+changes (kept here as an overlay), and tells the agent; if that fails too the episode ends
+and whatever the agent changed is graded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import difflib
+import json
+import logging
+import secrets
+import time
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from a01gym.env import models, reward, tools
+from a01gym.env.logger import EPISODE_ID_PATTERN, EpisodeLog, RunLogger
+from a01gym.env.sampler import CurriculumSampler
+from a01gym.errors import EpisodeError, SandboxError, ScenarioError
+from a01gym.sandbox import protocol, verification
+from a01gym.sandbox.backend import Sandbox, SandboxBackend
+from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.fixtures import FixtureValues
+from a01gym.scenario.manifest import Patch
+
+__all__ = ["A01Environment", "EnvRuntime", "ResetParams", "StepOutcome"]
+
+logger = logging.getLogger(__name__)
+
+_TOOL_USAGE = """\
+{"tool":"list_files"}
+{"tool":"read_file","path":"app/main.py","start_line":1,"end_line":120}
+{"tool":"search","pattern":"owner_id","path":"app"}
+{"tool":"http_request","method":"GET","path":"/items/1","actor":"alice","headers":{},"query":{},"json":null}
+{"tool":"edit_file","path":"app/main.py","old":"<exact unique text>","new":"<replacement>"}
+{"tool":"write_file","path":"app/new.py","content":"..."}
+{"tool":"run_tests"}
+{"tool":"submit"}"""
+
+
+class ResetParams(BaseModel):
+    """Keyword arguments ``reset`` accepts; anything else is refused, so typos are visible."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int | None = Field(None, ge=0, le=2**63 - 1)
+    episode_id: str | None = Field(None, pattern=EPISODE_ID_PATTERN.pattern)
+    scenario: str | None = Field(None, min_length=8, max_length=128)
+    split: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$")
+    family: str | None = Field(None, max_length=64)
+    difficulty: str | None = Field(None, max_length=32)
+
+
+@dataclasses.dataclass
+class StepOutcome:
+    """One reply: the observation plus the envelope's ``reward`` and ``done``."""
+
+    observation: models.A01Observation
+    reward: float | None = None
+    done: bool = False
+
+    def wire(self) -> dict[str, Any]:
+        """OpenEnv's ``{"observation", "reward", "done"}`` payload."""
+        return {
+            "observation": self.observation.model_dump(mode="json", by_alias=True),
+            "reward": self.reward,
+            "done": self.done,
+        }
+
+
+@dataclasses.dataclass
+class EnvRuntime:
+    """What every session shares: sandboxes, scenarios, logs and cached route baselines."""
+
+    backend: SandboxBackend
+    sampler: CurriculumSampler
+    logger: RunLogger = dataclasses.field(default_factory=lambda: RunLogger(None))
+    default_split: str = "train"
+    routes: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass
+class _Episode:
+    episode_id: str
+    bundle: Bundle
+    split: str
+    seed: int
+    sandbox: Sandbox | None
+    log: EpisodeLog | None
+    phase: models.Phase = models.Phase.EXPLORE
+    step_count: int = 0
+    invalid_actions: int = 0
+    overlay: dict[str, str] = dataclasses.field(default_factory=dict)
+    history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    done: bool = False
+    reward: float | None = None
+    recovered: bool = False
+
+    @property
+    def max_steps(self) -> int:
+        return self.bundle.manifest.budget.max_steps
+
+    @property
+    def steps_left(self) -> int:
+        return max(0, self.max_steps - self.step_count)
+
+
+def _routes(body: str) -> frozenset[str] | None:
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(document, dict) or not isinstance(document.get("paths"), dict):
+        return None
+    return frozenset(
+        f"{method.upper()} {path}"
+        for path, item in document["paths"].items()
+        if isinstance(item, dict)
+        for method in item
+    )
+
+
+async def _fetch_routes(sandbox: Sandbox) -> frozenset[str] | None:
+    try:
+        response = await sandbox.client.request(
+            protocol.ProxyRequest(method="GET", path="/openapi.json", timeout_s=5.0)
+        )
+    except Exception as exc:  # best effort: no routes means no removed-route check
+        logger.debug("route listing failed: %s", exc)
+        return None
+    return _routes(response.body) if response.status == 200 else None
+
+
+def _fresh_seed(avoid: int) -> int:
+    while (seed := secrets.randbelow(2**31 - 1) + 1) == avoid:
+        pass
+    return seed
+
+
+def _is_cache(path: str) -> bool:
+    return "__pycache__/" in path or path.endswith((".pyc", ".pyo"))
+
+
+class A01Environment:
+    """One session's environment. Calls are serialised; all methods are async-safe."""
+
+    def __init__(self, runtime: EnvRuntime) -> None:
+        self.runtime = runtime
+        self._episode: _Episode | None = None
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    # -- public API --------------------------------------------------------------------------
+    @property
+    def busy(self) -> bool:
+        return self._lock.locked()
+
+    @property
+    def episode_id(self) -> str | None:
+        return self._episode.episode_id if self._episode else None
+
+    async def reset(self, **kwargs: Any) -> StepOutcome:
+        """Start a new episode (ending any current one ungraded).
+
+        Raises:
+            ValidationError: for unknown or malformed keyword arguments.
+            ScenarioError: when no scenario matches the filters.
+            SandboxError: when no sandbox could be prepared.
+        """
+        params = ResetParams.model_validate(kwargs)
+        async with self._lock:
+            if self._closed:
+                raise EpisodeError("this environment is closed")
+            await self._abandon()
+            return await self._reset(params)
+
+    async def step(self, data: Any) -> StepOutcome:
+        """Run one action (any JSON value; invalid ones become error observations)."""
+        async with self._lock:
+            action, failure = tools.parse_action(data)
+            return await self._step(data, action, failure)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any] | None
+    ) -> tuple[StepOutcome, dict[str, str] | None]:
+        """Run a tool by MCP name; the second value is an MCP-level error, if any."""
+        async with self._lock:
+            record = {"tool": name, **(arguments or {})}
+            if name not in models.TOOL_NAMES:
+                failure = tools.ToolOutcome.fail(
+                    models.ErrorCode.UNKNOWN_TOOL, f"unknown tool {name[:64]!r}"
+                )
+                outcome = await self._step(record, None, failure)
+                return outcome, {
+                    "error_type": "tool_not_found",
+                    "message": f"Unknown tool: {name!r}",
+                }
+            if arguments is not None and not isinstance(arguments, dict):
+                arguments = {"": arguments}
+            if "tool" in (arguments or {}):
+                action, failure = (
+                    None,
+                    tools.ToolOutcome.fail(
+                        models.ErrorCode.INVALID_ACTION, "'tool' is not an argument"
+                    ),
+                )
+            else:
+                action, failure = tools.parse_action(record)
+            outcome = await self._step(record, action, failure)
+            if failure is not None and self._episode is not None:
+                return outcome, {"error_type": "invalid_args", "message": failure.output}
+            return outcome, None
+
+    def state(self) -> models.EpisodeState:
+        episode = self._episode
+        if episode is None:
+            return models.EpisodeState()
+        return models.EpisodeState(
+            episode_id=episode.episode_id,
+            step_count=episode.step_count,
+            scenario=episode.bundle.manifest.content_hash,
+            split=episode.split,
+            seed=episode.seed,
+            phase=episode.phase,
+            steps_left=episode.steps_left,
+            max_steps=episode.max_steps,
+            done=episode.done,
+            invalid_actions=episode.invalid_actions,
+            files_changed=sorted(episode.overlay),
+            reward=episode.reward,
+        )
+
+    async def close(self) -> None:
+        """End any running episode ungraded and release its sandbox. Idempotent."""
+        async with self._lock:
+            self._closed = True
+            await self._abandon()
+
+    # -- reset -------------------------------------------------------------------------------
+    async def _reset(self, params: ResetParams) -> StepOutcome:
+        started = time.perf_counter()
+        seed = params.seed if params.seed is not None else secrets.randbelow(2**31)
+        split = params.split or self.runtime.default_split
+        sampler = self.runtime.sampler
+        entry = sampler.pick(
+            seed,
+            split=split,
+            family=params.family,
+            difficulty=params.difficulty,
+            scenario=params.scenario,
+        )
+        bundle = sampler.load(entry.hash)
+        sandbox = await self.runtime.backend.acquire()
+        try:
+            await sandbox.client.load_workspace(
+                bundle.workspace, entrypoint=bundle.manifest.entrypoint
+            )
+            app = await sandbox.client.restart_app()
+            if app.state is not protocol.AppState.RUNNING:
+                raise ScenarioError(
+                    f"scenario {entry.hash[:12]}: the unmodified app does not start: {app.error}"
+                )
+            await tools.seed_visible_world(sandbox.client, bundle)
+            digest = bundle.manifest.content_hash
+            if digest not in self.runtime.routes:
+                routes = await _fetch_routes(sandbox)
+                if routes is not None:
+                    self.runtime.routes[digest] = routes
+        except BaseException:
+            await self._release(sandbox)
+            raise
+        episode_id = params.episode_id or uuid.uuid4().hex
+        briefing = self._briefing(bundle)
+        episode = _Episode(
+            episode_id=episode_id,
+            bundle=bundle,
+            split=entry.split,
+            seed=seed,
+            sandbox=sandbox,
+            log=self.runtime.logger.open(episode_id),
+        )
+        self._episode = episode
+        observation = models.A01Observation(
+            output=briefing[0],
+            result=briefing[1],
+            phase=episode.phase,
+            steps_left=episode.steps_left,
+        )
+        if episode.log is not None:
+            episode.log.reset(
+                scenario=bundle.manifest.content_hash,
+                seed=seed,
+                split=entry.split,
+                briefing=briefing[0],
+                ms=(time.perf_counter() - started) * 1000,
+            )
+        logger.info(
+            "episode %s started on scenario %s", episode_id, bundle.manifest.content_hash[:12]
+        )
+        return StepOutcome(observation)
+
+    def _briefing(self, bundle: Bundle) -> tuple[str, dict[str, Any]]:
+        manifest = bundle.manifest
+        world = FixtureValues(manifest.visible_seed)
+        actors = [
+            models.ActorInfo(
+                name=a.name,
+                role=a.role,
+                tenant=a.tenant,
+                description=a.description,
+                headers=world.render(a.headers),
+            )
+            for a in manifest.actors
+        ]
+        if not any(a.name == "anonymous" for a in actors):
+            actors.insert(
+                0,
+                models.ActorInfo(name="anonymous", role="anonymous", description="No credentials."),
+            )
+        files = [{"path": p, "size": len(c)} for p, c in sorted(bundle.workspace.items())]
+        task = bundle.workspace.get("TASK.md", b"").decode(errors="replace").strip()
+        budget = {
+            "max_steps": manifest.budget.max_steps,
+            "max_write_bytes": manifest.budget.max_write_bytes,
+        }
+        actor_lines = []
+        for a in actors:
+            who = f"{a.role}" + (f", tenant {a.tenant}" if a.tenant else "")
+            creds = ", ".join(f"{k}: {v}" for k, v in a.headers.items()) or "no credentials"
+            actor_lines.append(f"- {a.name} ({who}): {a.description} [{creds}]")
+        text = "\n\n".join(
+            [
+                f"# Task\n{task or manifest.title or manifest.name}",
+                f"# Access policy\n{manifest.policy or '(not given; infer it from the code)'}",
+                '# Actors (pick one with "actor" in http_request)\n' + "\n".join(actor_lines),
+                "# Files\n" + "\n".join(f"{f['path']} ({f['size']} bytes)" for f in files),
+                "# Tools (one JSON object per step)\n" + _TOOL_USAGE,
+                f"# Budget\n{budget['max_steps']} steps; each file write up to "
+                f"{budget['max_write_bytes']} bytes. The app restarts after every edit. "
+                'Send {"tool":"submit"} when the fix is done; hidden tests then grade it.',
+            ]
+        )
+        result = {
+            "task": task,
+            "policy": manifest.policy,
+            "actors": [a.model_dump() for a in actors],
+            "files": files,
+            "tools": list(models.TOOL_NAMES),
+            "budget": budget,
+            "scenario": manifest.content_hash,
+        }
+        return text, result
+
+    # -- steps -------------------------------------------------------------------------------
+    def _reply(
+        self,
+        episode: _Episode | None,
+        outcome: tools.ToolOutcome,
+        tool: str | None,
+        *,
+        done: bool = False,
+    ) -> StepOutcome:
+        phase = episode.phase if episode else models.Phase.EXPLORE
+        steps_left = episode.steps_left if episode else 0
+        observation = models.A01Observation(
+            tool=tool,
+            output=outcome.output,
+            result=outcome.result,
+            error=outcome.error,
+            phase=phase,
+            steps_left=steps_left,
+        )
+        return StepOutcome(observation, None, done)
+
+    async def _step(
+        self, raw: Any, action: BaseModel | None, failure: tools.ToolOutcome | None
+    ) -> StepOutcome:
+        episode = self._episode
+        tool = getattr(action, "tool", None)
+        if episode is None:
+            return self._reply(
+                None,
+                tools.ToolOutcome.fail(
+                    models.ErrorCode.NO_EPISODE, "no episode is running; send reset first"
+                ),
+                tool,
+            )
+        if episode.done:
+            return self._reply(
+                episode,
+                tools.ToolOutcome.fail(
+                    models.ErrorCode.EPISODE_DONE,
+                    "the episode is over; send reset to start another",
+                ),
+                tool,
+                done=True,
+            )
+        started = time.perf_counter()
+        episode.step_count += 1
+        if failure is not None or action is None:
+            outcome = failure or tools.ToolOutcome.fail(
+                models.ErrorCode.INVALID_ACTION, "no action"
+            )
+        elif isinstance(action, models.Submit):
+            return await self._terminal(episode, raw, tools.ToolOutcome("submitted"), started)
+        else:
+            try:
+                outcome = await self._run(episode, action)
+            except _EndEpisode as exc:
+                failure = tools.ToolOutcome.fail(
+                    models.ErrorCode.SANDBOX_LOST, f"{exc}; the episode ends and is graded as is"
+                )
+                return await self._terminal(episode, raw, failure, started)
+        if outcome.error is not None and outcome.error.code in tools.INVALID_CODES:
+            episode.invalid_actions += 1
+        self._advance_phase(episode, action, outcome)
+        episode.history.append(
+            {
+                "step": episode.step_count,
+                "tool": tool,
+                "error": outcome.error and outcome.error.code,
+            }
+        )
+        if episode.steps_left == 0:
+            outcome.output += "\n\nThe step budget is used up; the episode is being graded."
+            return await self._terminal(episode, raw, outcome, started)
+        reply = self._reply(episode, outcome, tool)
+        self._log_step(episode, raw, reply, started)
+        return reply
+
+    def _advance_phase(
+        self, episode: _Episode, action: BaseModel | None, outcome: tools.ToolOutcome
+    ) -> None:
+        if outcome.changed_files:
+            episode.phase = models.Phase.PATCH
+        elif isinstance(action, models.RunTests | models.HttpRequest) and episode.phase in (
+            models.Phase.PATCH,
+            models.Phase.VERIFY,
+        ):
+            episode.phase = models.Phase.VERIFY
+
+    async def _run(self, episode: _Episode, action: BaseModel) -> tools.ToolOutcome:
+        ctx = tools.ToolContext(
+            bundle=episode.bundle, max_write_bytes=episode.bundle.manifest.budget.max_write_bytes
+        )
+        if episode.sandbox is None:
+            return tools.ToolOutcome.fail(models.ErrorCode.SANDBOX_LOST, "no sandbox")
+        try:
+            outcome = await tools.execute(action, episode.sandbox.client, ctx)
+            if outcome.changed_files:
+                await self._remember(episode, action)
+            return outcome
+        except SandboxError as exc:
+            logger.warning("episode %s: sandbox failed: %s", episode.episode_id, exc)
+            return await self._recover(episode, exc)
+
+    async def _remember(self, episode: _Episode, action: BaseModel) -> None:
+        assert episode.sandbox is not None
+        if isinstance(action, models.WriteFile):
+            episode.overlay[action.path] = action.content
+        elif isinstance(action, models.EditFile):
+            episode.overlay[action.path] = await episode.sandbox.client.read_file(action.path)
+
+    async def _recover(self, episode: _Episode, exc: SandboxError) -> tools.ToolOutcome:
+        old, episode.sandbox = episode.sandbox, None
+        if old is not None:
+            await self._release(old)
+        if episode.recovered:
+            raise _EndEpisode(f"the sandbox failed again ({exc})")
+        episode.recovered = True
+        try:
+            sandbox = await self.runtime.backend.acquire()
+        except SandboxError as again:
+            raise _EndEpisode(
+                f"the sandbox failed and no replacement was available ({again})"
+            ) from again
+        try:
+            files = episode.bundle.patched_workspace(Patch(files=dict(episode.overlay)))
+            await sandbox.client.load_workspace(
+                files, entrypoint=episode.bundle.manifest.entrypoint
+            )
+            app = await sandbox.client.restart_app()
+            if app.state is protocol.AppState.RUNNING:
+                await tools.seed_visible_world(sandbox.client, episode.bundle)
+        except SandboxError as again:
+            await self._release(sandbox)
+            raise _EndEpisode(f"the replacement sandbox failed too ({again})") from again
+        episode.sandbox = sandbox
+        return tools.ToolOutcome.fail(
+            models.ErrorCode.SANDBOX_LOST,
+            "the sandbox stopped responding and was replaced; your file changes were kept and "
+            "the database was re-seeded. Retry the action.",
+        )
+
+    # -- terminal ----------------------------------------------------------------------------
+    async def _terminal(
+        self, episode: _Episode, raw: Any, outcome: tools.ToolOutcome, started: float
+    ) -> StepOutcome:
+        episode.done = True
+        episode.phase = models.Phase.DONE
+        manifest, hidden = episode.bundle.manifest, episode.bundle.hidden
+        changes: dict[str, str | None] = dict(episode.overlay)
+        removed: list[str] = []
+        sandbox, episode.sandbox = episode.sandbox, None
+        if sandbox is not None:
+            try:
+                changes.update(await sandbox.client.changes())
+                baseline = self.runtime.routes.get(manifest.content_hash)
+                if changes and baseline is not None:
+                    current = await _fetch_routes(sandbox)
+                    if current is not None:
+                        removed = sorted(baseline - current)
+            except SandboxError as exc:
+                logger.warning("episode %s: could not read changes: %s", episode.episode_id, exc)
+            finally:
+                await self._release(sandbox)
+        changes = {p: c for p, c in changes.items() if not _is_cache(p)}
+        files = episode.bundle.patched_workspace(Patch(files=changes))
+        report: verification.Verification | None = None
+        try:
+            report = await verification.verify(
+                self.runtime.backend, episode.bundle, files, seed=_fresh_seed(manifest.visible_seed)
+            )
+            breakdown = reward.breakdown(
+                report,
+                manifest.reward,
+                hidden.labels,
+                invalid_actions=episode.invalid_actions,
+                steps_used=episode.step_count,
+                removed_routes=removed,
+            )
+        except SandboxError as exc:
+            logger.error("episode %s: grading failed: %s", episode.episode_id, exc)
+            breakdown = reward.failed_breakdown(
+                manifest.reward,
+                hidden.labels,
+                invalid_actions=episode.invalid_actions,
+                steps_used=episode.step_count,
+                error=f"grading could not run: {exc}",
+            )
+        episode.reward = breakdown.reward
+        verdict = "resolved" if breakdown.resolved else "not resolved"
+        outcome.output += (
+            f"\n\nEpisode over: {verdict}. reward {breakdown.reward:.3f} "
+            f"(security {breakdown.security:.2f}, regression {breakdown.regression:.2f})"
+        )
+        observation = models.A01Observation(
+            tool=raw.get("tool") if isinstance(raw, dict) else None,
+            output=outcome.output,
+            result=outcome.result,
+            error=outcome.error,
+            phase=episode.phase,
+            steps_left=episode.steps_left,
+            reward_breakdown=breakdown,
+        )
+        reply = StepOutcome(observation, breakdown.reward, True)
+        self._log_step(episode, raw, reply, started)
+        if episode.log is not None:
+            diff = _diff(episode.bundle, changes)
+            episode.log.finish(
+                summary={
+                    "episode_id": episode.episode_id,
+                    "scenario": manifest.content_hash,
+                    "split": episode.split,
+                    "seed": episode.seed,
+                    "steps": episode.step_count,
+                    "reward": breakdown.reward,
+                    "reward_breakdown": breakdown.model_dump(mode="json"),
+                    "files_changed": sorted(changes),
+                },
+                diff=diff,
+                verification=report.model_dump(mode="json") if report is not None else None,
+            )
+            episode.log = None
+        logger.info(
+            "episode %s done: reward %.3f (%s)", episode.episode_id, breakdown.reward, verdict
+        )
+        return reply
+
+    def _log_step(self, episode: _Episode, raw: Any, reply: StepOutcome, started: float) -> None:
+        if episode.log is not None:
+            episode.log.step(
+                index=episode.step_count,
+                action=raw,
+                observation=reply.wire()["observation"],
+                ms=(time.perf_counter() - started) * 1000,
+            )
+
+    # -- teardown ----------------------------------------------------------------------------
+    async def _release(self, sandbox: Sandbox) -> None:
+        try:
+            await self.runtime.backend.release(sandbox)
+        except Exception:
+            logger.exception("releasing sandbox %s failed", getattr(sandbox, "id", "?"))
+
+    async def _abandon(self) -> None:
+        episode, self._episode = self._episode, None
+        if episode is None:
+            return
+        if episode.sandbox is not None:
+            sandbox, episode.sandbox = episode.sandbox, None
+            await self._release(sandbox)
+        if episode.log is not None:
+            episode.log.close()
+            episode.log = None
+
+
+class _EndEpisode(Exception):
+    """Raised inside a step when the episode cannot go on; the step grades it instead."""
+
+
+def _diff(bundle: Bundle, changes: dict[str, str | None]) -> str:
+    chunks: list[str] = []
+    for path, content in sorted(changes.items()):
+        before = bundle.workspace.get(path, b"").decode(errors="replace").splitlines(keepends=True)
+        after = (content or "").splitlines(keepends=True)
+        chunks.extend(
+            difflib.unified_diff(
+                before,
+                after,
+                fromfile=f"a/{path}" if path in bundle.workspace else "/dev/null",
+                tofile=f"b/{path}" if content is not None else "/dev/null",
+            )
+        )
+    return "".join(chunks)

@@ -1,0 +1,250 @@
+"""The environment's wire contract: actions, observations, episode state, reward breakdown.
+
+These are the only shapes a trainer sees. An action is one JSON object whose ``tool`` field
+picks the variant of a pydantic discriminated union; every model forbids extra fields, so a
+typo is a clear validation error instead of a silently ignored key. The gateway serialises
+:class:`A01Observation` flattened into OpenEnv's ``{"observation", "reward", "done"}`` envelope;
+``reward`` is ``null`` on every step but the terminal one, and ``reward_breakdown`` is only
+ever set there, so nothing reachable mid-episode carries a hidden score.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+__all__ = [
+    "ACTION_ADAPTER",
+    "TOOL_NAMES",
+    "A01Action",
+    "A01Observation",
+    "ActorInfo",
+    "EditFile",
+    "EpisodeState",
+    "ErrorCode",
+    "ErrorInfo",
+    "HiddenTestOutcome",
+    "HttpRequest",
+    "ListFiles",
+    "Phase",
+    "ReadFile",
+    "RewardBreakdown",
+    "RewardPenalties",
+    "RunTests",
+    "Search",
+    "Submit",
+    "WriteFile",
+]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# -- actions ---------------------------------------------------------------------------------
+class ListFiles(_Wire):
+    """List every file in the workspace with its size."""
+
+    tool: Literal["list_files"]
+
+
+class ReadFile(_Wire):
+    """Read a workspace file, optionally only lines ``start_line``..``end_line`` (1-based)."""
+
+    tool: Literal["read_file"]
+    path: str = Field(min_length=1, max_length=1024)
+    start_line: int | None = Field(None, ge=1)
+    end_line: int | None = Field(None, ge=1)
+
+
+class Search(_Wire):
+    """Search the workspace for a fixed string (not a regex), optionally under one path."""
+
+    tool: Literal["search"]
+    pattern: str = Field(min_length=1, max_length=500)
+    path: str | None = Field(None, max_length=1024)
+
+
+class HttpRequest(_Wire):
+    """Send an HTTP request to the running app as one of the scenario's actors."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    tool: Literal["http_request"]
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+    path: str = Field(pattern=r"^/", max_length=4096)
+    actor: str = Field("anonymous", max_length=64)
+    headers: dict[str, str] = Field(default_factory=dict)
+    query: dict[str, Any] = Field(default_factory=dict)
+    json_body: Any = Field(None, alias="json")
+    body: str | None = Field(None, max_length=256 * 1024)
+
+
+class EditFile(_Wire):
+    """Replace the one exact occurrence of ``old`` in ``path`` with ``new``."""
+
+    tool: Literal["edit_file"]
+    path: str = Field(min_length=1, max_length=1024)
+    old: str = Field(min_length=1)
+    new: str
+
+
+class WriteFile(_Wire):
+    """Create or overwrite a workspace file with ``content``."""
+
+    tool: Literal["write_file"]
+    path: str = Field(min_length=1, max_length=1024)
+    content: str
+
+
+class RunTests(_Wire):
+    """Run the visible tests against the current app."""
+
+    tool: Literal["run_tests"]
+
+
+class Submit(_Wire):
+    """End the episode: the current workspace is graded by the hidden tests."""
+
+    tool: Literal["submit"]
+
+
+A01Action = Annotated[
+    ListFiles | ReadFile | Search | HttpRequest | EditFile | WriteFile | RunTests | Submit,
+    Field(discriminator="tool"),
+]
+"""One step's action; ``tool`` selects the variant."""
+
+ACTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(A01Action)
+
+TOOL_NAMES: tuple[str, ...] = (
+    "list_files",
+    "read_file",
+    "search",
+    "http_request",
+    "edit_file",
+    "write_file",
+    "run_tests",
+    "submit",
+)
+
+
+# -- observations ----------------------------------------------------------------------------
+class Phase(enum.StrEnum):
+    """Where the episode is: reading, changing code, checking the change, finished."""
+
+    EXPLORE = "explore"
+    PATCH = "patch"
+    VERIFY = "verify"
+    DONE = "done"
+
+
+class ErrorCode(enum.StrEnum):
+    """Why an action did not do what was asked. Stable; trainers may branch on them."""
+
+    INVALID_ACTION = "invalid_action"
+    UNKNOWN_TOOL = "unknown_tool"
+    PATH_INVALID = "path_invalid"
+    NOT_FOUND = "not_found"
+    NOT_TEXT = "not_text"
+    TOO_LARGE = "too_large"
+    EDIT_NOT_FOUND = "edit_not_found"
+    EDIT_NOT_UNIQUE = "edit_not_unique"
+    UNKNOWN_ACTOR = "unknown_actor"
+    BAD_REQUEST = "bad_request"
+    APP_START_FAILED = "app_start_failed"
+    APP_NOT_RUNNING = "app_not_running"
+    APP_TIMEOUT = "app_timeout"
+    SANDBOX_LOST = "sandbox_lost"
+    NO_EPISODE = "no_episode"
+    EPISODE_DONE = "episode_done"
+    VERIFICATION_FAILED = "verification_failed"
+
+
+class ErrorInfo(_Wire):
+    code: ErrorCode
+    message: str
+
+
+class ActorInfo(_Wire):
+    """An identity the agent can act as in ``http_request``."""
+
+    name: str
+    role: str
+    tenant: str | None = None
+    description: str = ""
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="The actor's auth headers in this episode's world."
+    )
+
+
+class HiddenTestOutcome(_Wire):
+    """One hidden test's verdict: ``ok`` is true when the agent earned it.
+
+    For an exploit test that means the attack was blocked; for a regression test that the
+    legitimate use still works. Definitions and evidence are never sent.
+    """
+
+    id: str
+    kind: Literal["exploit", "regression"]
+    ok: bool
+
+
+class RewardPenalties(_Wire):
+    invalid_actions: float = 0.0
+    broken_app: float = 0.0
+    removed_routes: float = 0.0
+    steps: float = 0.0
+
+
+class RewardBreakdown(_Wire):
+    """How the terminal reward was made. Only ever present on the terminal observation."""
+
+    reward: float
+    score: float = Field(description="security * regression score before penalties.")
+    security: float
+    regression: float
+    resolved: bool
+    penalties: RewardPenalties
+    invalid_actions: int
+    steps_used: int
+    app_started: bool
+    removed_routes: list[str] = Field(default_factory=list)
+    tests: list[HiddenTestOutcome] = Field(default_factory=list)
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="family, difficulty, cwe, domain of the scenario."
+    )
+    verify_ms: float = 0.0
+    error: str | None = Field(None, description="Set when grading itself could not run.")
+
+
+class A01Observation(_Wire):
+    """What the agent sees after each action (and after reset)."""
+
+    tool: str | None = Field(None, description="The tool that produced this, null on reset.")
+    output: str = Field(description="Text for an LLM.")
+    result: Any = Field(None, description="The same content, structured.")
+    error: ErrorInfo | None = None
+    phase: Phase
+    steps_left: int
+    reward_breakdown: RewardBreakdown | None = None
+
+
+# -- state -----------------------------------------------------------------------------------
+class EpisodeState(_Wire):
+    """What ``state`` returns: bookkeeping only, never anything about hidden tests."""
+
+    episode_id: str | None = None
+    step_count: int = 0
+    scenario: str | None = Field(None, description="Content hash of the scenario bundle.")
+    split: str | None = None
+    seed: int | None = None
+    phase: Phase = Phase.EXPLORE
+    steps_left: int = 0
+    max_steps: int = 0
+    done: bool = False
+    invalid_actions: int = 0
+    files_changed: list[str] = Field(default_factory=list)
+    reward: float | None = Field(None, description="The terminal reward, once done.")

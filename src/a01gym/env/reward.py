@@ -1,0 +1,139 @@
+"""The reward engine: hidden score minus bounded penalties, at the terminal step only.
+
+The score is :func:`a01gym.scenario.scoring.score_results` over the hidden run (security *
+regression, failing closed). Penalties use the weights in the scenario's ``manifest.reward``:
+they are bound to the scenario and no client input reaches them. Each penalty is bounded, and
+the total is clamped to ``[-1, 1]``, so one pathological episode cannot dominate a batch.
+Only :func:`breakdown` builds what the agent sees: per-test pass/fail by id, never a test's
+definition or evidence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from a01gym.env import models
+from a01gym.sandbox import protocol
+from a01gym.sandbox.verification import Verification
+from a01gym.scenario.httptest import Outcome, TestKind
+from a01gym.scenario.manifest import RewardSpec
+
+__all__ = ["STEP_PENALTY_CAP", "breakdown", "failed_breakdown"]
+
+STEP_PENALTY_CAP = 0.2
+"""The step-cost penalty never exceeds this, however long the budget."""
+
+_LABELS = ("family", "difficulty", "cwe", "domain", "owasp")
+
+
+def _penalties(
+    spec: RewardSpec,
+    *,
+    invalid_actions: int,
+    app_started: bool,
+    removed_routes: Sequence[str],
+    steps_used: int,
+) -> models.RewardPenalties:
+    return models.RewardPenalties(
+        invalid_actions=min(invalid_actions * spec.invalid_action_penalty, spec.invalid_action_cap),
+        broken_app=0.0 if app_started else spec.broken_app_penalty,
+        removed_routes=spec.removed_route_penalty if removed_routes else 0.0,
+        steps=min(steps_used * spec.step_cost, STEP_PENALTY_CAP),
+    )
+
+
+def _total(score: float, penalties: models.RewardPenalties) -> float:
+    value = score - (
+        penalties.invalid_actions
+        + penalties.broken_app
+        + penalties.removed_routes
+        + penalties.steps
+    )
+    return round(max(-1.0, min(1.0, value)), 6)
+
+
+def breakdown(
+    verification: Verification,
+    spec: RewardSpec,
+    labels: dict[str, str],
+    *,
+    invalid_actions: int,
+    steps_used: int,
+    removed_routes: Sequence[str] = (),
+) -> models.RewardBreakdown:
+    """The terminal reward and its parts, from a hidden run.
+
+    Args:
+        verification: the hidden report (from :func:`a01gym.sandbox.verification.verify`).
+        spec: the scenario's reward weights.
+        labels: the scenario's labels; only the public ones (family, difficulty, ...) are kept.
+        invalid_actions: actions the episode refused (bad args, bad paths, unknown tools).
+        steps_used: steps taken, the terminal one included.
+        removed_routes: ``"METHOD /path"`` routes the original app served and the final one
+            does not.
+    """
+    app_started = verification.app.state is protocol.AppState.RUNNING
+    penalties = _penalties(
+        spec,
+        invalid_actions=invalid_actions,
+        app_started=app_started,
+        removed_routes=removed_routes,
+        steps_used=steps_used,
+    )
+    tests = [
+        models.HiddenTestOutcome(
+            id=r.test_id,
+            kind=r.kind.value,
+            ok=(r.outcome is Outcome.FAIL)
+            if r.kind is TestKind.EXPLOIT
+            else (r.outcome is Outcome.PASS),
+        )
+        for r in verification.results
+    ]
+    score = verification.score
+    return models.RewardBreakdown(
+        reward=_total(score.value, penalties),
+        score=score.value,
+        security=score.security,
+        regression=score.regression,
+        resolved=score.resolved,
+        penalties=penalties,
+        invalid_actions=invalid_actions,
+        steps_used=steps_used,
+        app_started=app_started,
+        removed_routes=sorted(removed_routes),
+        tests=tests,
+        labels={k: labels[k] for k in _LABELS if k in labels},
+        verify_ms=round(verification.duration_ms, 3),
+    )
+
+
+def failed_breakdown(
+    spec: RewardSpec,
+    labels: dict[str, str],
+    *,
+    invalid_actions: int,
+    steps_used: int,
+    error: str,
+) -> models.RewardBreakdown:
+    """The breakdown when grading could not run at all: score 0 (fail closed), penalties kept."""
+    penalties = _penalties(
+        spec,
+        invalid_actions=invalid_actions,
+        app_started=True,
+        removed_routes=(),
+        steps_used=steps_used,
+    )
+    return models.RewardBreakdown(
+        reward=_total(0.0, penalties),
+        score=0.0,
+        security=0.0,
+        regression=0.0,
+        resolved=False,
+        penalties=penalties,
+        invalid_actions=invalid_actions,
+        steps_used=steps_used,
+        app_started=False,
+        labels={k: labels[k] for k in _LABELS if k in labels},
+        error=error,
+    )

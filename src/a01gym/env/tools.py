@@ -1,0 +1,366 @@
+"""The agent's tools: validate one action, run it in the episode's sandbox, describe the result.
+
+Each tool turns into calls on the sandbox's :class:`~a01gym.sandbox.client.SupervisorClient`
+and returns a :class:`ToolOutcome`: text for an LLM, the same content structured, and an
+error code when the action could not do what was asked. Agent mistakes (bad paths, a
+non-unique edit, an unknown actor) are outcomes, never exceptions; only a sandbox failure
+(:class:`~a01gym.errors.SandboxError`) propagates, so the environment can recover or end the
+episode. ``submit`` is not run here: it is the environment's terminal step.
+
+The same tools are described for MCP by :func:`tool_specs` (name, description, input schema
+derived from the action models), so ``tools/list`` and the ``/schema`` union never drift.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from a01gym.env import models
+from a01gym.sandbox import protocol, runner
+from a01gym.sandbox.client import ControlError, SupervisorClient
+from a01gym.scenario.bundle import Bundle, safe_relative_path
+from a01gym.scenario.fixtures import FixtureValues
+from a01gym.scenario.httptest import Outcome, TestKind
+
+__all__ = [
+    "INVALID_CODES",
+    "ToolContext",
+    "ToolOutcome",
+    "execute",
+    "format_validation_error",
+    "parse_action",
+    "seed_visible_world",
+    "tool_specs",
+]
+
+MAX_READ_LINES = 600
+MAX_OUTPUT_BODY = 6000
+MAX_SEARCH_SHOWN = 100
+APP_REQUEST_TIMEOUT_S = 10.0
+
+INVALID_CODES = frozenset(
+    {
+        models.ErrorCode.INVALID_ACTION,
+        models.ErrorCode.UNKNOWN_TOOL,
+        models.ErrorCode.PATH_INVALID,
+        models.ErrorCode.NOT_FOUND,
+        models.ErrorCode.NOT_TEXT,
+        models.ErrorCode.TOO_LARGE,
+        models.ErrorCode.EDIT_NOT_FOUND,
+        models.ErrorCode.EDIT_NOT_UNIQUE,
+        models.ErrorCode.UNKNOWN_ACTOR,
+        models.ErrorCode.BAD_REQUEST,
+    }
+)
+"""Error codes that count as invalid actions for the reward penalty."""
+
+_ACTION_MODELS: dict[str, type[BaseModel]] = {
+    "list_files": models.ListFiles,
+    "read_file": models.ReadFile,
+    "search": models.Search,
+    "http_request": models.HttpRequest,
+    "edit_file": models.EditFile,
+    "write_file": models.WriteFile,
+    "run_tests": models.RunTests,
+    "submit": models.Submit,
+}
+
+_CONTROL_CODES = {
+    protocol.ErrorCode.PATH_INVALID: models.ErrorCode.PATH_INVALID,
+    protocol.ErrorCode.NOT_FOUND: models.ErrorCode.NOT_FOUND,
+    protocol.ErrorCode.TOO_LARGE: models.ErrorCode.TOO_LARGE,
+    protocol.ErrorCode.EDIT_NOT_FOUND: models.ErrorCode.EDIT_NOT_FOUND,
+    protocol.ErrorCode.EDIT_NOT_UNIQUE: models.ErrorCode.EDIT_NOT_UNIQUE,
+    protocol.ErrorCode.NOT_TEXT: models.ErrorCode.NOT_TEXT,
+    protocol.ErrorCode.APP_START_FAILED: models.ErrorCode.APP_START_FAILED,
+    protocol.ErrorCode.APP_NOT_RUNNING: models.ErrorCode.APP_NOT_RUNNING,
+    protocol.ErrorCode.APP_TIMEOUT: models.ErrorCode.APP_TIMEOUT,
+    protocol.ErrorCode.UNKNOWN_ACTOR: models.ErrorCode.UNKNOWN_ACTOR,
+    protocol.ErrorCode.BAD_REQUEST: models.ErrorCode.BAD_REQUEST,
+}
+
+
+@dataclasses.dataclass
+class ToolOutcome:
+    """What one tool did: text, structure, and an error when it did not do what was asked."""
+
+    output: str
+    result: Any = None
+    error: models.ErrorInfo | None = None
+    changed_files: bool = False
+
+    @classmethod
+    def fail(cls, code: models.ErrorCode, message: str, result: Any = None) -> ToolOutcome:
+        return cls(
+            f"error ({code}): {message}", result, models.ErrorInfo(code=code, message=message)
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolContext:
+    """What tools need to know about the episode besides the sandbox."""
+
+    bundle: Bundle
+    max_write_bytes: int
+
+
+def tool_specs() -> list[dict[str, Any]]:
+    """MCP tool descriptions: ``name``, ``description`` and an ``input_schema`` per tool."""
+    specs = []
+    for name, model in _ACTION_MODELS.items():
+        schema = model.model_json_schema(by_alias=True)
+        schema["properties"].pop("tool", None)
+        schema["required"] = [r for r in schema.get("required", []) if r != "tool"]
+        if not schema["required"]:
+            schema.pop("required")
+        schema.pop("title", None)
+        description = (model.__doc__ or name).strip()
+        specs.append({"name": name, "description": description, "input_schema": schema})
+    return specs
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """Pydantic errors in one short line per problem, naming the field."""
+    parts = []
+    for error in exc.errors()[:8]:
+        loc = ".".join(str(p) for p in error["loc"][1:] or error["loc"]) or "(action)"
+        parts.append(f"{loc}: {error['msg']}")
+    return "; ".join(parts)
+
+
+def parse_action(data: Any) -> tuple[BaseModel | None, ToolOutcome | None]:
+    """Validate one action object; an invalid one becomes an error outcome naming the fix."""
+    if not isinstance(data, dict):
+        return None, ToolOutcome.fail(
+            models.ErrorCode.INVALID_ACTION,
+            f"an action is a JSON object with a 'tool' field, got {type(data).__name__}",
+        )
+    tool = data.get("tool")
+    if tool not in _ACTION_MODELS:
+        known = ", ".join(_ACTION_MODELS)
+        if tool is None:
+            return None, ToolOutcome.fail(
+                models.ErrorCode.INVALID_ACTION, f"missing 'tool'; one of: {known}"
+            )
+        return None, ToolOutcome.fail(
+            models.ErrorCode.UNKNOWN_TOOL, f"unknown tool {str(tool)[:64]!r}; one of: {known}"
+        )
+    try:
+        return _ACTION_MODELS[tool].model_validate(data), None
+    except ValidationError as exc:
+        return None, ToolOutcome.fail(
+            models.ErrorCode.INVALID_ACTION,
+            f"bad arguments for {tool}: {format_validation_error(exc)}",
+        )
+
+
+async def seed_visible_world(client: SupervisorClient, bundle: Bundle) -> None:
+    """Seed the database with the agent's world (the bundle's fixed ``visible_seed``)."""
+    world = FixtureValues(bundle.manifest.visible_seed)
+    await client.seed(
+        protocol.SeedRequest(
+            tables=world.render(bundle.hidden.fixture.tables),
+            actors=runner.render_actors(bundle.manifest, world),
+        )
+    )
+
+
+def _control_failure(exc: ControlError) -> ToolOutcome:
+    code = _CONTROL_CODES.get(exc.code, models.ErrorCode.BAD_REQUEST)
+    return ToolOutcome.fail(code, exc.message)
+
+
+async def execute(action: BaseModel, client: SupervisorClient, ctx: ToolContext) -> ToolOutcome:
+    """Run one (non-submit) action.
+
+    Raises:
+        SandboxError: only when the sandbox itself failed.
+    """
+    try:
+        match action:
+            case models.ListFiles():
+                return await _list_files(client)
+            case models.ReadFile():
+                return await _read_file(client, action)
+            case models.Search():
+                return await _search(client, action)
+            case models.HttpRequest():
+                return await _http_request(client, action, ctx)
+            case models.EditFile() | models.WriteFile():
+                return await _change(client, action, ctx)
+            case models.RunTests():
+                return await _run_tests(client, ctx)
+    except ControlError as exc:
+        return _control_failure(exc)
+    raise TypeError(f"not a tool action: {type(action).__name__}")
+
+
+def _check_path(path: str) -> ToolOutcome | None:
+    try:
+        safe_relative_path(path)
+    except ValueError as exc:
+        return ToolOutcome.fail(models.ErrorCode.PATH_INVALID, str(exc))
+    return None
+
+
+async def _list_files(client: SupervisorClient) -> ToolOutcome:
+    files = await client.list_files()
+    lines = [f"{f.path}  ({f.size} bytes)" for f in files]
+    return ToolOutcome(
+        f"{len(files)} files:\n" + "\n".join(lines),
+        {"files": [f.model_dump() for f in files]},
+    )
+
+
+async def _read_file(client: SupervisorClient, action: models.ReadFile) -> ToolOutcome:
+    if (bad := _check_path(action.path)) is not None:
+        return bad
+    if action.start_line and action.end_line and action.end_line < action.start_line:
+        return ToolOutcome.fail(models.ErrorCode.INVALID_ACTION, "end_line is before start_line")
+    content = await client.read_file(action.path)
+    lines = content.splitlines()
+    start = (action.start_line or 1) - 1
+    end = min(action.end_line or len(lines), len(lines), start + MAX_READ_LINES)
+    shown = lines[start:end]
+    numbered = "\n".join(f"{n:>5}  {text}" for n, text in enumerate(shown, start=start + 1))
+    note = ""
+    if end < len(lines):
+        note = f"\n… {len(lines) - end} more lines; read with start_line={end + 1}"
+    header = f"{action.path} (lines {start + 1}-{end} of {len(lines)}):\n" if lines else ""
+    return ToolOutcome(
+        (header + numbered + note) if lines else f"{action.path} is empty",
+        {
+            "path": action.path,
+            "start_line": start + 1,
+            "end_line": end,
+            "total_lines": len(lines),
+            "content": "\n".join(shown),
+        },
+    )
+
+
+async def _search(client: SupervisorClient, action: models.Search) -> ToolOutcome:
+    if action.path not in (None, "", ".") and (bad := _check_path(action.path)) is not None:
+        return bad
+    matches = await client.search(action.pattern, action.path or None)
+    lines = [f"{m.path}:{m.line}: {m.text}" for m in matches[:MAX_SEARCH_SHOWN]]
+    more = len(matches) - len(lines)
+    text = f"{len(matches)} matches for {action.pattern!r}" + (":\n" if matches else "")
+    text += "\n".join(lines) + (f"\n… {more} more" if more > 0 else "")
+    return ToolOutcome(text, {"matches": [m.model_dump() for m in matches]})
+
+
+async def _http_request(
+    client: SupervisorClient, action: models.HttpRequest, ctx: ToolContext
+) -> ToolOutcome:
+    if ctx.bundle.manifest.actor(action.actor) is None:
+        known = ", ".join(["anonymous", *(a.name for a in ctx.bundle.manifest.actors)])
+        return ToolOutcome.fail(
+            models.ErrorCode.UNKNOWN_ACTOR, f"unknown actor {action.actor!r}; one of: {known}"
+        )
+    response = await client.request(
+        protocol.ProxyRequest(
+            method=action.method,
+            path=action.path,
+            actor=action.actor,
+            headers=action.headers,
+            query=action.query,
+            json=action.json_body,
+            body=action.body,
+            timeout_s=APP_REQUEST_TIMEOUT_S,
+        )
+    )
+    body = response.body
+    shown = body[:MAX_OUTPUT_BODY]
+    cut = len(body) > MAX_OUTPUT_BODY or response.truncated
+    headers = "\n".join(f"{k}: {v}" for k, v in sorted(response.headers.items()))
+    text = (
+        f"{action.method} {action.path} as {action.actor} -> HTTP {response.status}\n"
+        f"{headers}\n\n{shown}" + ("\n… (body truncated)" if cut else "")
+    )
+    return ToolOutcome(
+        text,
+        {
+            "status": response.status,
+            "headers": response.headers,
+            "body": shown,
+            "truncated": cut,
+            "elapsed_ms": round(response.elapsed_ms, 3),
+        },
+    )
+
+
+async def _change(
+    client: SupervisorClient, action: models.EditFile | models.WriteFile, ctx: ToolContext
+) -> ToolOutcome:
+    if (bad := _check_path(action.path)) is not None:
+        return bad
+    payload = action.new if isinstance(action, models.EditFile) else action.content
+    size = len(payload.encode())
+    if size > ctx.max_write_bytes:
+        return ToolOutcome.fail(
+            models.ErrorCode.TOO_LARGE,
+            f"{size} bytes is more than this episode's write limit of {ctx.max_write_bytes}",
+        )
+    if isinstance(action, models.EditFile):
+        await client.edit_file(action.path, action.old, action.new)
+        done = f"edited {action.path}"
+    else:
+        await client.write_file(action.path, action.content)
+        done = f"wrote {action.path} ({size} bytes)"
+    status = await client.restart_app()
+    result = {"path": action.path, "app": status.model_dump(mode="json")}
+    if status.state is protocol.AppState.RUNNING:
+        return ToolOutcome(f"{done}; the app restarted cleanly", result, changed_files=True)
+    error = status.error or f"app state {status.state}"
+    outcome = ToolOutcome.fail(
+        models.ErrorCode.APP_START_FAILED,
+        f"{done}, but the app failed to start:\n{error}",
+        result,
+    )
+    outcome.changed_files = True
+    return outcome
+
+
+async def _run_tests(client: SupervisorClient, ctx: ToolContext) -> ToolOutcome:
+    manifest = ctx.bundle.manifest
+    if not manifest.visible_tests:
+        return ToolOutcome("this scenario has no visible tests", {"tests": []})
+    results = await runner.run_suite(
+        client,
+        manifest,
+        ctx.bundle.hidden.fixture,
+        manifest.visible_tests,
+        seed=manifest.visible_seed,
+    )
+    await seed_visible_world(client, ctx.bundle)  # leave the agent's world as it was
+    rows, lines = [], []
+    for r in results:
+        if r.kind is TestKind.EXPLOIT:
+            verdict = {
+                Outcome.PASS: "VULNERABLE (the attack worked)",
+                Outcome.FAIL: "blocked",
+                Outcome.INCONCLUSIVE: "inconclusive",
+            }[r.outcome]
+        else:
+            verdict = {
+                Outcome.PASS: "ok",
+                Outcome.FAIL: "BROKEN",
+                Outcome.INCONCLUSIVE: "inconclusive",
+            }[r.outcome]
+        lines.append(f"[{r.kind}] {r.test_id}: {verdict} — {r.reason}")
+        rows.append(
+            {
+                "id": r.test_id,
+                "kind": r.kind.value,
+                "outcome": r.outcome.value,
+                "reason": r.reason,
+                "evidence": [e.model_dump() for e in r.evidence],
+            }
+        )
+    text = f"{len(results)} visible tests:\n" + "\n".join(lines)
+    return ToolOutcome(text, {"tests": json.loads(json.dumps(rows, default=str))})

@@ -1,0 +1,188 @@
+"""The catalog of A01 bug families the mutator can inject (research/a01-catalog.md §2.3).
+
+A family names its CWE labels, the *sites* of the generated app where it can live (each site
+is one route or one shared function the mutator can make vulnerable independently), and the
+trap patches that make sense for it. The spec validates against this table and the mutator and
+the test generator dispatch on it, so adding a family means adding a row here and teaching
+``appgen``/``testgen`` its sites.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+__all__ = [
+    "FAMILIES",
+    "OWASP_A01",
+    "TRAP_KINDS",
+    "Family",
+    "TrapKind",
+    "family",
+]
+
+OWASP_A01 = "A01:2021"
+
+TrapKind = Literal[
+    "deny_all",
+    "delete_route",
+    "fix_one_sibling",
+    "status_only",
+    "client_trust",
+    "hardcode",
+    "admin_break",
+    "over_filter",
+    "auth_only",
+    "global_auth",
+    "strip_once",
+    "no_slash",
+    "forbid_extra",
+    "response_only",
+    "over_block",
+]
+TRAP_KINDS: tuple[str, ...] = TrapKind.__args__  # type: ignore[attr-defined]
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """One bug family: labels, injectable sites and meaningful traps."""
+
+    id: str
+    title: str
+    cwe: str
+    cwes: tuple[str, ...]
+    owasp: str
+    sites: tuple[str, ...]
+    traps: tuple[str, ...]
+    indirections: tuple[str, ...] = ("dependency", "router", "decorator")
+    multi_site_traps: tuple[str, ...] = ("fix_one_sibling",)
+
+
+_ADMIN_INDIRECTIONS = ("dependency", "router", "decorator")
+
+FAMILIES: dict[str, Family] = {
+    f.id: f
+    for f in (
+        Family(
+            "F01",
+            "IDOR on a path parameter (read)",
+            "CWE-639",
+            ("CWE-639", "CWE-566", "CWE-862"),
+            OWASP_A01,
+            ("record.read", "record.print"),
+            ("deny_all", "delete_route", "status_only", "client_trust", "hardcode", "admin_break"),
+        ),
+        Family(
+            "F02",
+            "Ownership checked on read but not on write/delete siblings",
+            "CWE-639",
+            ("CWE-639", "CWE-862", "CWE-285"),
+            OWASP_A01,
+            ("record.update", "record.delete", "record.archive"),
+            ("deny_all", "delete_route", "status_only", "client_trust", "hardcode", "admin_break"),
+        ),
+        Family(
+            "F03",
+            "Missing authentication dependency on one route",
+            "CWE-862",
+            ("CWE-862", "CWE-306"),
+            OWASP_A01,
+            ("record.print", "record.export"),
+            ("deny_all", "delete_route", "auth_only", "global_auth"),
+        ),
+        Family(
+            "F04",
+            "Function-level authorization missing (authenticated is not admin)",
+            "CWE-285",
+            ("CWE-285", "CWE-862", "CWE-863"),
+            OWASP_A01,
+            ("admin.users", "admin.audit", "admin.disable"),
+            ("deny_all", "delete_route", "status_only", "client_trust", "hardcode"),
+        ),
+        Family(
+            "F05",
+            "Authorization decision based on client-controlled input",
+            "CWE-807",
+            ("CWE-807", "CWE-639", "CWE-290"),
+            OWASP_A01,
+            ("auth.impersonate",),
+            ("client_trust", "hardcode", "admin_break"),
+        ),
+        Family(
+            "F06",
+            "Mass assignment of privileged fields",
+            "CWE-915",
+            ("CWE-915", "CWE-639", "CWE-269"),
+            OWASP_A01,
+            ("profile.update", "record.create"),
+            ("forbid_extra", "response_only", "admin_break", "delete_route"),
+        ),
+        Family(
+            "F07",
+            "Tenant-isolation leak in list/search queries",
+            "CWE-668",
+            ("CWE-668", "CWE-200", "CWE-566"),
+            OWASP_A01,
+            ("record.list", "record.search"),
+            ("deny_all", "over_filter", "client_trust", "delete_route"),
+        ),
+        Family(
+            "F08",
+            "Missing owner filter on export/report endpoints",
+            "CWE-200",
+            ("CWE-200", "CWE-359", "CWE-862"),
+            OWASP_A01,
+            ("record.export", "record.digest"),
+            ("deny_all", "over_filter", "delete_route"),
+        ),
+        Family(
+            "F09",
+            "Over-broad response model (excessive data exposure)",
+            "CWE-200",
+            ("CWE-200", "CWE-201", "CWE-359"),
+            OWASP_A01,
+            ("profile.view", "team.list"),
+            ("over_filter", "status_only", "delete_route"),
+        ),
+        Family(
+            "F10",
+            "Path traversal in file download",
+            "CWE-22",
+            ("CWE-22", "CWE-23", "CWE-552"),
+            OWASP_A01,
+            ("files.download",),
+            ("deny_all", "delete_route", "strip_once", "no_slash"),
+        ),
+        Family(
+            "F14",
+            "Guard/route path mismatch (legacy alias prefix)",
+            "CWE-425",
+            ("CWE-425", "CWE-706", "CWE-288"),
+            OWASP_A01,
+            ("guard.v1", "guard.legacy"),
+            ("deny_all", "delete_route", "over_block"),
+            indirections=("middleware",),
+        ),
+        Family(
+            "F17",
+            "Forced browsing to an unauthenticated debug route",
+            "CWE-425",
+            ("CWE-425", "CWE-497", "CWE-538"),
+            OWASP_A01,
+            ("debug.config",),
+            ("deny_all", "delete_route", "auth_only"),
+        ),
+    )
+}
+
+
+def family(family_id: str) -> Family:
+    """The family called ``family_id``.
+
+    Raises:
+        KeyError: naming the known families.
+    """
+    try:
+        return FAMILIES[family_id]
+    except KeyError:
+        raise KeyError(f"unknown family {family_id!r}; known: {', '.join(FAMILIES)}") from None

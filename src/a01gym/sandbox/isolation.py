@@ -1,0 +1,270 @@
+"""OS isolation for local sandboxes: namespaces, Landlock, uid drop, rlimits.
+
+What each sandbox process gets, and why:
+
+* its own session and ``PR_SET_PDEATHSIG`` (dies with its parent);
+* new network, IPC, UTS and PID namespaces when root: no network at all, and the sandbox's
+  first process is PID 1 of its namespace, so killing it kills every descendant, including
+  daemons that called ``setsid``;
+* Landlock: read-only access to the interpreter and packages, read-write to its own directory,
+  nothing else; TCP bind/connect denied; signals and abstract sockets scoped;
+* an unprivileged uid of its own (``uid_base + slot``), which makes ``RLIMIT_NPROC`` bite per
+  sandbox, and non-dumpable, so nothing inside can ptrace the supervisor;
+* rlimits on address space, CPU seconds, file size, open files and processes, and niceness.
+
+When a layer is missing (not root, old kernel) :func:`check` names it once, and refuses to go
+on in ``strict`` mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import dataclasses
+import logging
+import os
+import resource
+import site
+import stat
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import a01gym
+from a01gym.config import SandboxLimits
+from a01gym.errors import IsolationError
+from a01gym.sandbox import landlock
+
+__all__ = [
+    "Capabilities",
+    "check",
+    "die_with_parent",
+    "enter_namespaces",
+    "enter_sandbox",
+    "expose_interpreter",
+    "interpreter_paths",
+    "probe",
+    "restrict_app",
+]
+
+logger = logging.getLogger(__name__)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+_CLONE_NEWNET, _CLONE_NEWPID = 0x40000000, 0x20000000
+_MS_BIND, _MS_REC, _MS_PRIVATE, _MS_MOVE = 4096, 16384, 1 << 18, 8192
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
+
+
+@dataclasses.dataclass(frozen=True)
+class Capabilities:
+    """Which isolation layers this machine can provide."""
+
+    root: bool
+    landlock_abi: int
+
+    @property
+    def namespaces(self) -> bool:
+        return self.root
+
+    def missing(self) -> list[str]:
+        """Plain-words list of the layers that are not available."""
+        gaps: list[str] = []
+        if not self.root:
+            gaps.append(
+                "not running as root: no per-sandbox uid (RLIMIT_NPROC shared with you), "
+                "no network/PID namespaces"
+            )
+        if self.landlock_abi == 0:
+            gaps.append("Landlock unavailable: sandboxes can read files outside their directory")
+        elif self.landlock_abi < 4 and not self.root:
+            gaps.append(f"Landlock ABI {self.landlock_abi} < 4: TCP is not blocked")
+        if 0 < self.landlock_abi < 6:
+            gaps.append(f"Landlock ABI {self.landlock_abi} < 6: signals are not scoped")
+        return gaps
+
+
+def probe() -> Capabilities:
+    """Detect the isolation layers available here."""
+    return Capabilities(root=os.geteuid() == 0, landlock_abi=landlock.abi_version())
+
+
+def check(capabilities: Capabilities, mode: str) -> None:
+    """Warn once about missing layers, or raise in ``strict`` mode.
+
+    Raises:
+        IsolationError: in strict mode when any layer is missing.
+    """
+    gaps = capabilities.missing()
+    if not gaps:
+        return
+    text = "; ".join(gaps)
+    if mode == "strict":
+        raise IsolationError(
+            f"sandbox isolation is weaker than required: {text}",
+            hint="run as root on Linux ≥ 6.7, or set A01GYM_SANDBOX__ISOLATION=warn",
+        )
+    logger.warning("sandbox isolation is weaker than designed: %s", text)
+
+
+def interpreter_paths() -> list[str]:
+    """What a sandbox must be able to read: the interpreter, the stdlib, site-packages and
+    this package; nothing else (not the working directory, which may hold hidden tests)."""
+    candidates = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sysconfig.get_paths()["stdlib"],
+        sysconfig.get_paths()["platstdlib"],
+        os.path.dirname(os.path.realpath(sys.executable)),
+        str(Path(a01gym.__file__).resolve().parent),
+        "/usr/lib",
+        "/usr/lib64",
+        "/lib",
+        "/lib64",
+        "/usr/share/zoneinfo",
+        "/etc/localtime",
+        "/dev/urandom",
+    }
+    with contextlib.suppress(AttributeError):
+        candidates.update(site.getsitepackages())
+    return sorted(p for p in candidates if p and os.path.exists(p))
+
+
+# -- the zygote, once: make the interpreter reachable after the uid drop -------------------------
+def _traversable(path: str) -> bool:
+    return all(
+        os.stat(ancestor).st_mode & stat.S_IXOTH
+        for ancestor in [path, *map(str, Path(path).parents)]
+        if os.path.isdir(ancestor)
+    )
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None):
+    result = _libc.mount(
+        source.encode() if source else None,
+        target.encode(),
+        fstype.encode() if fstype else None,
+        ctypes.c_ulong(flags),
+        data.encode() if data else None,
+    )
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"mount {source} -> {target}: {os.strerror(errno)}")
+
+
+def expose_interpreter(paths: list[str]) -> list[str]:
+    """Make ``paths`` traversable by unprivileged uids, in a private mount namespace.
+
+    A Python installed under a 0700 home (``/root/.pyenv``) cannot import anything after the
+    uid drop. The zygote (root) therefore enters its own mount namespace and, for each
+    non-traversable ancestor, mounts a 0755 tmpfs over it with the needed children bind-mounted
+    back. This hides the rest of that home from sandboxes too. Host mounts are untouched.
+
+    Returns:
+        The ancestors that were covered (empty when nothing needed it).
+    """
+    covered: list[str] = []
+    for _ in range(8):
+        blocked: dict[str, set[str]] = {}
+        for path in paths:
+            if _traversable(path):
+                continue
+            chain = [*reversed(Path(path).parents), Path(path)]
+            for parent, child in zip(chain, chain[1:], strict=False):
+                if not os.stat(parent).st_mode & stat.S_IXOTH:
+                    blocked.setdefault(str(parent), set()).add(child.name)
+                    break
+        if not blocked:
+            return covered
+        if not covered and _libc.unshare(_CLONE_NEWNS) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
+        if not covered:
+            _mount(None, "/", None, _MS_REC | _MS_PRIVATE, None)
+        for ancestor, children in blocked.items():
+            stage = tempfile.mkdtemp(prefix="a01gym-stage-")
+            for child in children:
+                os.mkdir(os.path.join(stage, child))
+                _mount(os.path.join(ancestor, child), os.path.join(stage, child), None,
+                       _MS_BIND | _MS_REC, None)
+            _mount("tmpfs", ancestor, "tmpfs", 0, "mode=0755,size=64k")
+            for child in children:
+                os.mkdir(os.path.join(ancestor, child))
+                _mount(os.path.join(stage, child), os.path.join(ancestor, child), None, _MS_MOVE,
+                       None)
+                os.rmdir(os.path.join(stage, child))
+            os.rmdir(stage)
+            covered.append(ancestor)
+    raise OSError("could not make the interpreter traversable")
+
+
+# -- every sandbox -------------------------------------------------------------------------------
+def _prctl(option: int, value: int) -> None:
+    if _libc.prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"prctl({option})")
+
+
+def die_with_parent() -> None:
+    """SIGKILL this process when its parent dies (not inherited across fork)."""
+    _prctl(_PR_SET_PDEATHSIG, 9)
+
+
+def enter_namespaces(capabilities: Capabilities) -> None:
+    """New session, die-with-parent, and (as root) fresh net/IPC/UTS/PID namespaces.
+
+    After this the *next* child of the caller becomes PID 1 of the new PID namespace.
+    """
+    os.setsid()
+    die_with_parent()
+    if capabilities.namespaces:
+        flags = _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS | _CLONE_NEWPID
+        if _libc.unshare(flags) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(namespaces) failed")
+
+
+def enter_sandbox(
+    directory: Path, uid: int, limits: SandboxLimits, capabilities: Capabilities
+) -> None:
+    """Confine the calling process (the supervisor, PID 1 of the sandbox) for good."""
+    die_with_parent()
+    os.nice(limits.nice)
+    if capabilities.landlock_abi:
+        landlock.restrict(
+            interpreter_paths(),
+            [str(directory), "/dev/null"],
+            abi=capabilities.landlock_abi,
+        )
+    if capabilities.root:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    _prctl(_PR_SET_DUMPABLE, 0)
+    mib = 1024 * 1024
+    _set_limit(resource.RLIMIT_AS, limits.address_space_mb * mib)
+    _set_limit(resource.RLIMIT_CPU, limits.cpu_seconds)
+    _set_limit(resource.RLIMIT_FSIZE, limits.file_size_mb * mib)
+    _set_limit(resource.RLIMIT_NOFILE, limits.open_files)
+    _set_limit(resource.RLIMIT_CORE, 0)
+    if capabilities.root:
+        _set_limit(resource.RLIMIT_NPROC, limits.processes)
+
+
+def restrict_app(workspace: Path, writable: Path, capabilities: Capabilities) -> None:
+    """A nested Landlock domain for the app: read-only workspace, one writable directory.
+
+    Being nested, the app can neither signal nor ptrace the supervisor, nor read its token.
+    """
+    if capabilities.landlock_abi:
+        landlock.restrict(
+            [*interpreter_paths(), str(workspace)],
+            [str(writable), "/dev/null"],
+            abi=capabilities.landlock_abi,
+        )
+
+
+def _set_limit(which: int, value: int) -> None:
+    _soft, hard = resource.getrlimit(which)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)
+    resource.setrlimit(which, (value, value))

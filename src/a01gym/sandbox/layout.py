@@ -1,0 +1,59 @@
+"""Where things live inside one sandbox directory (shared by supervisor and backends).
+
+    <sandbox>/token          supervisor's bearer token (not readable by the app)
+    <sandbox>/control.sock   the control API (local backend)
+    <sandbox>/workspace/     the agent's files; read-only for the running app
+    <sandbox>/app/           the only place the app may write
+    <sandbox>/app/data/      APP_DATA_DIR; the SQLite database is app/data/app.db
+    <sandbox>/app/app.sock   the app's HTTP socket
+    <sandbox>/app/app.log    the app's stdout and stderr (startup tracebacks land here)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+__all__ = ["Layout"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    root: Path
+
+    @property
+    def token(self) -> Path:
+        return self.root / "token"
+
+    @property
+    def control_sock(self) -> Path:
+        return self.root / "control.sock"
+
+    @property
+    def workspace(self) -> Path:
+        return self.root / "workspace"
+
+    @property
+    def app_dir(self) -> Path:
+        return self.root / "app"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "app" / "data"
+
+    @property
+    def database(self) -> Path:
+        return self.data_dir / "app.db"
+
+    @property
+    def app_sock(self) -> Path:
+        return self.root / "app" / "app.sock"
+
+    @property
+    def app_log(self) -> Path:
+        return self.root / "app" / "app.log"
+
+    def create(self) -> None:
+        """Create the directories (idempotent)."""
+        for path in (self.workspace, self.data_dir):
+            path.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,347 @@
+"""The local sandbox backend: a zygote subprocess plus a warm pool, all on this machine.
+
+``acquire()`` pops a sandbox that is already running (its supervisor is up and answering), so
+it never waits for a fork; a background task refills the pool. ``release()`` kills the
+sandbox's whole process tree (its PID namespace) and removes its directory. A sandbox that
+dies on its own is noticed through the zygote's exit events, logged, counted and, if it was
+idle, replaced.
+
+    async with LocalBackend() as backend:
+        sandbox = await backend.acquire()
+        await sandbox.client.load_workspace(files, entrypoint="app.main:app")
+        ...
+        await backend.release(sandbox)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import secrets
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from a01gym.config import SandboxSettings, get_settings
+from a01gym.errors import SandboxCapacityError, SandboxError, SandboxStartError
+from a01gym.sandbox import isolation
+from a01gym.sandbox.backend import PoolStats
+from a01gym.sandbox.client import SupervisorClient
+from a01gym.sandbox.layout import Layout
+
+__all__ = ["LocalBackend", "LocalSandbox"]
+
+logger = logging.getLogger(__name__)
+
+_READY_TIMEOUT_S = 20.0
+
+
+@dataclasses.dataclass(eq=False)
+class LocalSandbox:
+    """A sandbox owned by a :class:`LocalBackend`."""
+
+    id: str
+    layout: Layout
+    slot: int
+    client: SupervisorClient
+    pid: int
+    alive: bool = True
+    exit_reason: str | None = None
+    exited: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+
+
+class LocalBackend:
+    """Sandboxes as isolated local processes forked from a pre-warmed zygote."""
+
+    def __init__(self, settings: SandboxSettings | None = None, **overrides: Any) -> None:
+        base = settings or get_settings().sandbox
+        self.settings = base.model_copy(update=overrides) if overrides else base
+        self.capabilities = isolation.probe()
+        self._root: Path | None = None
+        self._zygote: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._refiller: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._idle: collections.deque[LocalSandbox] = collections.deque()
+        self._in_use: set[LocalSandbox] = set()
+        self._starting = 0
+        self._spawned: dict[str, asyncio.Future[int]] = {}
+        self._by_id: dict[str, LocalSandbox] = {}
+        self._free_slots = list(range(self.settings.max_sandboxes - 1, -1, -1))
+        self._releasing: set[str] = set()
+        self._crashed_total = 0
+        self._spawned_total = 0
+        self._write_lock = asyncio.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    async def __aenter__(self) -> LocalBackend:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+    @property
+    def root(self) -> Path:
+        if self._root is None:
+            raise SandboxError("backend not started", hint="call `await backend.start()` first")
+        return self._root
+
+    async def start(self) -> None:
+        if self._zygote is not None:
+            return
+        isolation.check(self.capabilities, self.settings.isolation)
+        self.settings.root.mkdir(parents=True, exist_ok=True)
+        self.settings.root.chmod(0o711)
+        self._root = self.settings.root / f"{os.getpid()}-{secrets.token_hex(3)}"
+        self._root.mkdir(mode=0o711)
+        self._zygote = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "a01gym.sandbox.zygote",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=1024 * 1024,
+        )
+        assert self._zygote.stdout is not None
+        try:
+            line = await asyncio.wait_for(self._zygote.stdout.readline(), _READY_TIMEOUT_S)
+            if json.loads(line or b"{}").get("event") != "ready":
+                raise ValueError(line)
+        except (TimeoutError, ValueError) as exc:
+            await self._stop_zygote()
+            raise SandboxStartError(
+                "the sandbox zygote did not start",
+                hint="run `python -m a01gym.sandbox.zygote` by hand to see its error",
+            ) from exc
+        self._reader = asyncio.create_task(self._read_events(), name="a01gym-zygote-events")
+        self._refiller = asyncio.create_task(self._refill(), name="a01gym-pool-refill")
+        self._wake.set()
+
+    async def close(self) -> None:
+        """Release every sandbox, stop the zygote, remove the backend's directory."""
+        if self._refiller is not None:
+            self._refiller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._refiller
+            self._refiller = None
+        sandboxes = [*self._idle, *self._in_use]
+        self._idle.clear()
+        await asyncio.gather(*(self.release(s) for s in sandboxes), return_exceptions=True)
+        await self._stop_zygote()
+        if self._root is not None:
+            shutil.rmtree(self._root, ignore_errors=True)
+            self._root = None
+
+    async def _stop_zygote(self) -> None:
+        if self._zygote is None:
+            return
+        if self._zygote.stdin is not None:
+            self._zygote.stdin.close()
+        try:
+            await asyncio.wait_for(self._zygote.wait(), 5)
+        except TimeoutError:
+            self._zygote.kill()
+            await self._zygote.wait()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+            self._reader = None
+        self._zygote = None
+
+    # -- acquire / release -------------------------------------------------------------------
+    async def acquire(self) -> LocalSandbox:
+        """A running sandbox with an empty workspace; from the warm pool when possible."""
+        while self._idle:
+            sandbox = self._idle.popleft()
+            if sandbox.alive:
+                break
+        else:
+            sandbox = await self._spawn()
+        self._in_use.add(sandbox)
+        self._wake.set()
+        return sandbox
+
+    async def release(self, sandbox: LocalSandbox) -> None:  # type: ignore[override]
+        """Kill the sandbox's process tree and remove its directory. Idempotent."""
+        self._in_use.discard(sandbox)
+        with contextlib.suppress(ValueError):
+            self._idle.remove(sandbox)
+        if sandbox.id in self._releasing or sandbox.id not in self._by_id:
+            return
+        self._releasing.add(sandbox.id)
+        try:
+            await sandbox.client.aclose()
+            if sandbox.alive:
+                await self._command({"op": "kill", "id": sandbox.id})
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(sandbox.exited.wait(), 10)
+            shutil.rmtree(sandbox.layout.root, ignore_errors=True)
+        finally:
+            self._by_id.pop(sandbox.id, None)
+            self._free_slots.append(sandbox.slot)
+            self._releasing.discard(sandbox.id)
+        self._wake.set()
+
+    def stats(self) -> PoolStats:
+        return PoolStats(
+            idle=len(self._idle),
+            in_use=len(self._in_use),
+            starting=self._starting,
+            crashed_total=self._crashed_total,
+            spawned_total=self._spawned_total,
+        )
+
+    # -- internals ---------------------------------------------------------------------------
+    async def _command(self, message: dict[str, Any]) -> None:
+        if self._zygote is None or self._zygote.stdin is None:
+            raise SandboxError("backend is closed")
+        async with self._write_lock:
+            self._zygote.stdin.write((json.dumps(message) + "\n").encode())
+            await self._zygote.stdin.drain()
+
+    async def _spawn(self) -> LocalSandbox:
+        if not self._free_slots:
+            raise SandboxCapacityError(
+                f"all {self.settings.max_sandboxes} sandboxes are in use",
+                hint="release sandboxes or raise A01GYM_SANDBOX__MAX_SANDBOXES",
+            )
+        slot = self._free_slots.pop()
+        sandbox_id = f"sbx-{slot}-{secrets.token_hex(3)}"
+        layout = Layout(self.root / sandbox_id)
+        uid = self.settings.uid_base + slot
+        layout.root.mkdir(mode=0o700)
+        if self.capabilities.root:
+            os.chown(layout.root, uid, uid)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._spawned[sandbox_id] = future
+        started = time.perf_counter()
+        try:
+            await self._command(
+                {
+                    "op": "spawn",
+                    "id": sandbox_id,
+                    "dir": str(layout.root),
+                    "uid": uid,
+                    "deadline_s": self.settings.limits.wall_clock_seconds,
+                    "limits": self.settings.limits.model_dump(),
+                    "supervisor": {
+                        "max_file_bytes": self.settings.max_file_bytes,
+                        "max_request_bytes": self.settings.max_request_bytes,
+                        "max_workspace_bytes": self.settings.max_workspace_bytes,
+                        "app_start_timeout_s": self.settings.app_start_timeout_s,
+                        "app_request_timeout_s": self.settings.app_request_timeout_s,
+                    },
+                }
+            )
+            pid = await asyncio.wait_for(future, _READY_TIMEOUT_S)
+            token = await self._wait_ready(layout, started)
+        except BaseException as exc:
+            self._spawned.pop(sandbox_id, None)
+            with contextlib.suppress(SandboxError):
+                await self._command({"op": "kill", "id": sandbox_id})
+            shutil.rmtree(layout.root, ignore_errors=True)
+            self._free_slots.append(slot)
+            if isinstance(exc, TimeoutError | SandboxError):
+                log = (layout.root / "supervisor.log").read_text(errors="replace")[-2000:] \
+                    if (layout.root / "supervisor.log").exists() else ""
+                raise SandboxStartError(
+                    f"sandbox did not become ready: {log.strip() or exc!r}",
+                    sandbox_id=sandbox_id,
+                ) from exc
+            raise
+        finally:
+            self._spawned.pop(sandbox_id, None)
+        sandbox = LocalSandbox(
+            id=sandbox_id,
+            layout=layout,
+            slot=slot,
+            pid=pid,
+            client=SupervisorClient(
+                token=token, uds=str(layout.control_sock), sandbox_id=sandbox_id
+            ),
+        )
+        self._by_id[sandbox_id] = sandbox
+        self._spawned_total += 1
+        return sandbox
+
+    async def _wait_ready(self, layout: Layout, started: float) -> str:
+        """Poll until the control socket answers; return the supervisor's token."""
+        delay = 0.001
+        while time.perf_counter() - started < _READY_TIMEOUT_S:
+            if layout.control_sock.exists() and layout.token.exists():
+                token = layout.token.read_text().strip()
+                probe = SupervisorClient(token=token, uds=str(layout.control_sock))
+                try:
+                    await probe.health()
+                    return token
+                except SandboxError:
+                    pass
+                finally:
+                    await probe.aclose()
+            await asyncio.sleep(delay)
+            delay = min(delay * 1.5, 0.02)
+        raise TimeoutError("control socket never answered")
+
+    async def _read_events(self) -> None:
+        assert self._zygote is not None and self._zygote.stdout is not None
+        while line := await self._zygote.stdout.readline():
+            event = json.loads(line)
+            sandbox_id = event.get("id")
+            if event["event"] == "spawned":
+                future = self._spawned.get(sandbox_id)
+                if future is not None and not future.done():
+                    future.set_result(event["pid"])
+            elif event["event"] == "exited":
+                future = self._spawned.get(sandbox_id)
+                if future is not None and not future.done():
+                    future.set_exception(SandboxError("exited during start", sandbox_id=sandbox_id))
+                sandbox = self._by_id.get(sandbox_id)
+                if sandbox is not None:
+                    self._on_exit(sandbox, event)
+        for sandbox in list(self._by_id.values()):
+            self._on_exit(sandbox, {"reason": "zygote exited", "code": None})
+
+    def _on_exit(self, sandbox: LocalSandbox, event: dict[str, Any]) -> None:
+        sandbox.alive = False
+        sandbox.exit_reason = event.get("reason")
+        sandbox.exited.set()
+        if sandbox.id in self._releasing:
+            return
+        self._crashed_total += 1
+        logger.warning(
+            "sandbox %s exited unexpectedly (%s, status %s)",
+            sandbox.id,
+            sandbox.exit_reason,
+            event.get("code"),
+        )
+        if sandbox in self._idle:
+            asyncio.get_running_loop().create_task(self.release(sandbox))
+
+    async def _refill(self) -> None:
+        backoff = 0.1
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while (
+                len(self._idle) + self._starting < self.settings.pool_size
+                and len(self._by_id) + self._starting < self.settings.max_sandboxes
+            ):
+                self._starting += 1
+                try:
+                    self._idle.append(await self._spawn())
+                    backoff = 0.1
+                except SandboxError as exc:
+                    logger.warning("could not refill the sandbox pool: %s", exc)
+                    await asyncio.sleep(backoff)
+                    backoff = min(backoff * 2, 5.0)
+                finally:
+                    self._starting -= 1

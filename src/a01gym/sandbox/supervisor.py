@@ -1,0 +1,237 @@
+"""The sandbox supervisor: workspace, app process, database and request proxy.
+
+One per episode, inside the sandbox. This module is the logic only; ``control`` puts it behind
+an HTTP API on a Unix socket (local backend) or TCP (a Kubernetes pod). Agent-level problems
+raise :class:`SupervisorError` with a protocol error code; the transport maps them to 4xx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import shutil
+import socket
+import sqlite3
+import time
+import urllib.parse
+from typing import Any
+
+import httpx
+
+from a01gym.sandbox import protocol
+from a01gym.sandbox.app_process import AppProcess
+from a01gym.sandbox.layout import Layout
+from a01gym.sandbox.protocol import ErrorCode
+from a01gym.sandbox.workspace import Workspace, WorkspaceError
+from a01gym.scenario.bundle import unpack_files
+
+__all__ = ["Supervisor", "SupervisorError", "SupervisorLimits"]
+
+_MAX_RESPONSE_CHARS = 64 * 1024
+_MAX_QUERY_ROWS = 1000
+_QUERY_SECONDS = 2.0
+# sqlite3 authorizer action codes that a read-only check may use.
+_READ_ONLY_ACTIONS = {20, 21, 31, 33}  # READ, SELECT, FUNCTION, RECURSIVE
+
+
+class SupervisorError(Exception):
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        self.code = code
+        self.message = message
+        super().__init__(message)
+
+
+@dataclasses.dataclass(frozen=True)
+class SupervisorLimits:
+    max_file_bytes: int = 256 * 1024
+    max_request_bytes: int = 1024 * 1024
+    max_workspace_bytes: int = 16 * 1024 * 1024
+    app_start_timeout_s: float = 10.0
+    app_request_timeout_s: float = 10.0
+
+
+class Supervisor:
+    """Holds one sandbox's state. Methods are called from a single event loop."""
+
+    def __init__(self, layout: Layout, app_zygote: socket.socket, limits: SupervisorLimits):
+        self.layout = layout
+        self.limits = limits
+        self.workspace = Workspace(layout.workspace, max_file_bytes=limits.max_file_bytes)
+        self.app = AppProcess(layout, app_zygote, limits.app_start_timeout_s)
+        self.entrypoint: str | None = None
+        self.actors: dict[str, dict[str, str]] = {}
+        self._http: httpx.AsyncClient | None = None
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.app.attach(loop)
+
+    async def close(self) -> None:
+        await self.app.stop()
+        if self._http is not None:
+            await self._http.aclose()
+
+    def health(self) -> protocol.Health:
+        return protocol.Health(workspace_loaded=self.workspace.loaded, app=self.app.status())
+
+    # -- workspace ---------------------------------------------------------------------------
+    async def load_workspace(self, archive: bytes, entrypoint: str) -> None:
+        try:
+            files = unpack_files(archive, max_bytes=self.limits.max_workspace_bytes)
+        except Exception as exc:
+            raise SupervisorError(ErrorCode.BAD_REQUEST, f"bad workspace archive: {exc}") from exc
+        await self.app.stop()
+        self.workspace.load(files)
+        for child in self.layout.data_dir.iterdir():  # keep the directory (Landlock inode)
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        self.entrypoint = entrypoint
+        self.actors = {}
+
+    def _require_workspace(self) -> None:
+        if not self.workspace.loaded:
+            raise SupervisorError(ErrorCode.NO_WORKSPACE, "no workspace loaded yet")
+
+    def files(self, op: str, *args: Any) -> Any:
+        """Run a workspace operation, translating its errors."""
+        self._require_workspace()
+        try:
+            return getattr(self.workspace, op)(*args)
+        except WorkspaceError as exc:
+            raise SupervisorError(ErrorCode(exc.code), exc.message) from exc
+
+    # -- app ---------------------------------------------------------------------------------
+    async def restart_app(self) -> protocol.AppStatus:
+        self._require_workspace()
+        assert self.entrypoint is not None
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+        status = await self.app.start(self.entrypoint)
+        if status.state is protocol.AppState.RUNNING:
+            self._http = httpx.AsyncClient(
+                # No TLS over a Unix socket; verify=False also avoids reading CA files,
+                # which Landlock forbids here.
+                transport=httpx.AsyncHTTPTransport(uds=str(self.layout.app_sock), verify=False),
+                base_url="http://app",
+                timeout=self.limits.app_request_timeout_s,
+            )
+        return status
+
+    async def stop_app(self) -> protocol.AppStatus:
+        await self.app.stop()
+        return self.app.status()
+
+    async def proxy(self, request: protocol.ProxyRequest) -> protocol.ProxyResponse:
+        if self._http is None or self.app.state is not protocol.AppState.RUNNING:
+            detail = f": {self.app.error}" if self.app.error else ""
+            raise SupervisorError(ErrorCode.APP_NOT_RUNNING, f"the app is not running{detail}")
+        headers: dict[str, str] = {}
+        if request.actor is not None:
+            if request.actor not in self.actors and request.actor != "anonymous":
+                known = ", ".join(sorted(self.actors)) or "none seeded"
+                raise SupervisorError(
+                    ErrorCode.UNKNOWN_ACTOR, f"unknown actor {request.actor!r} (known: {known})"
+                )
+            headers.update(self.actors.get(request.actor, {}))
+        headers.update(request.headers)
+        kwargs: dict[str, Any] = {"headers": headers, "params": request.query}
+        if request.json_body is not None:
+            kwargs["json"] = request.json_body
+        elif request.body is not None:
+            kwargs["content"] = request.body.encode()
+        timeout = request.timeout_s or self.limits.app_request_timeout_s
+        started = time.perf_counter()
+        try:
+            response = await self._http.request(
+                request.method, request.path, timeout=timeout, **kwargs
+            )
+        except httpx.TimeoutException as exc:
+            raise SupervisorError(
+                ErrorCode.APP_TIMEOUT, f"the app did not answer within {timeout:g}s"
+            ) from exc
+        except httpx.TransportError as exc:
+            await asyncio.sleep(0.01)  # let a crash notification arrive first
+            detail = self.app.error or exc.__class__.__name__
+            raise SupervisorError(ErrorCode.APP_NOT_RUNNING, f"the app is down: {detail}") from exc
+        text = response.text
+        return protocol.ProxyResponse(
+            status=response.status_code,
+            headers=dict(response.headers),
+            body=text[:_MAX_RESPONSE_CHARS],
+            truncated=len(text) > _MAX_RESPONSE_CHARS,
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    # -- database ----------------------------------------------------------------------------
+    def seed(self, request: protocol.SeedRequest) -> None:
+        """Replace the rows of the listed tables (the app created the schema at startup)."""
+        self._require_workspace()
+        connection = sqlite3.connect(self.layout.database, timeout=2.0, isolation_level=None)
+        try:
+            connection.execute("PRAGMA foreign_keys=OFF")
+            existing = {
+                row[0]
+                for row in connection.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            }
+            connection.execute("BEGIN IMMEDIATE")
+            for table, rows in request.tables.items():
+                if table not in existing:
+                    raise SupervisorError(
+                        ErrorCode.QUERY_FAILED,
+                        f"table {table!r} does not exist; the app creates its schema at startup",
+                    )
+                columns = {row[1] for row in connection.execute(f'PRAGMA table_info("{table}")')}
+                connection.execute(f'DELETE FROM "{table}"')
+                for row in rows:
+                    unknown = set(row) - columns
+                    if unknown:
+                        raise SupervisorError(
+                            ErrorCode.QUERY_FAILED, f"{table} has no columns {sorted(unknown)}"
+                        )
+                    names = ", ".join(f'"{c}"' for c in row)
+                    marks = ", ".join("?" for _ in row)
+                    connection.execute(
+                        f'INSERT INTO "{table}" ({names}) VALUES ({marks})', list(row.values())
+                    )
+            connection.execute("COMMIT")
+        except sqlite3.Error as exc:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("ROLLBACK")
+            raise SupervisorError(ErrorCode.QUERY_FAILED, f"seeding failed: {exc}") from exc
+        except SupervisorError:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("ROLLBACK")
+            raise
+        finally:
+            connection.close()
+        self.actors = dict(request.actors)
+
+    def query(self, request: protocol.QueryRequest) -> protocol.QueryResult:
+        """Run one read-only statement: read-only open, query_only, and an authorizer."""
+        self._require_workspace()
+        uri = "file:" + urllib.parse.quote(str(self.layout.database)) + "?mode=ro"
+        deadline = time.monotonic() + _QUERY_SECONDS
+        try:
+            connection = sqlite3.connect(uri, uri=True, timeout=2.0)
+        except sqlite3.Error as exc:
+            raise SupervisorError(ErrorCode.QUERY_FAILED, f"no database: {exc}") from exc
+        try:
+            connection.execute("PRAGMA query_only=ON")
+            connection.set_authorizer(
+                lambda action, *_: 0 if action in _READ_ONLY_ACTIONS else 1
+            )
+            connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
+            cursor = connection.execute(request.sql, request.params)
+            rows = cursor.fetchmany(_MAX_QUERY_ROWS)
+            columns = [d[0] for d in cursor.description or []]
+        except sqlite3.Error as exc:
+            raise SupervisorError(ErrorCode.QUERY_FAILED, f"query failed: {exc}") from exc
+        finally:
+            connection.close()
+        return protocol.QueryResult(
+            columns=columns,
+            rows=[[v.hex() if isinstance(v, bytes) else v for v in row] for row in rows],
+        )

@@ -1,0 +1,273 @@
+"""The machine-wide zygote: a pre-warmed Python that forks one sandbox per request.
+
+Importing FastAPI, pydantic and uvicorn takes ~270 ms; forking a process that already has
+them takes ~2 ms. The zygote imports everything a sandbox needs once, then stays
+single-threaded with no event loop (so forking is safe) and serves JSON lines on
+stdin/stdout to its one client, the local backend::
+
+    -> {"op": "spawn", "id", "dir", "uid", "limits", "supervisor", "deadline_s"}
+    <- {"event": "spawned", "id", "pid"}
+    -> {"op": "kill", "id"}
+    <- {"event": "exited", "id", "code", "reason"}   (also sent on crashes and deadlines)
+
+Each child does, in order: new session and die-with-parent; new net/IPC/UTS/PID namespaces
+(as root); forks the supervisor as PID 1 of the new PID namespace and waits for it. The
+supervisor enters Landlock, drops to its own uid, sets rlimits and serves. Killing the
+supervisor kills the whole namespace, so nothing a sandbox starts outlives it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import mimetypes
+import os
+import selectors
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from a01gym.config import SandboxLimits
+from a01gym.sandbox import control, isolation
+from a01gym.sandbox.layout import Layout
+from a01gym.sandbox.supervisor import SupervisorLimits
+
+__all__ = ["PRELOAD", "main"]
+
+PRELOAD = [
+    # The server stack and what it imports lazily.
+    "fastapi",
+    "fastapi.security",
+    "fastapi.responses",
+    "fastapi.middleware.cors",
+    "starlette.middleware.base",
+    "starlette.staticfiles",
+    "uvicorn.config",
+    "uvicorn.server",
+    "uvicorn.main",
+    "uvicorn.lifespan.on",
+    "uvicorn.lifespan.off",
+    "uvicorn.loops.asyncio",
+    "uvicorn.loops.auto",
+    "uvicorn.protocols.http.h11_impl",
+    "uvicorn.protocols.http.auto",
+    "uvicorn.protocols.websockets.auto",
+    "anyio._backends._asyncio",
+    "httpx",
+    "pydantic",
+    "email.utils",
+    "encodings.idna",
+    # Standard-library modules generated and agent-written apps commonly use.
+    "asyncio",
+    "base64",
+    "csv",
+    "dataclasses",
+    "datetime",
+    "enum",
+    "functools",
+    "hashlib",
+    "hmac",
+    "io",
+    "itertools",
+    "json",
+    "logging",
+    "pathlib",
+    "re",
+    "secrets",
+    "sqlite3",
+    "string",
+    "typing",
+    "urllib.parse",
+    "uuid",
+    "zoneinfo",
+]
+
+
+def _warm() -> None:
+    """Import and exercise the stack once so forked children start hot."""
+    for name in PRELOAD:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    mimetypes.init()  # reads /etc/mime.types now; a sandbox may not read /etc later
+    from fastapi import Depends, FastAPI
+    from pydantic import BaseModel
+
+    class _Item(BaseModel):
+        id: int
+        name: str
+
+    def _dependency() -> int:
+        return 1
+
+    app = FastAPI()
+
+    @app.get("/items/{item_id}", response_model=_Item)
+    def _read(item_id: int, _: int = Depends(_dependency)) -> _Item:
+        return _Item(id=item_id, name="x")
+
+    app.openapi()
+
+
+def _send(message: dict[str, Any]) -> None:
+    os.write(1, (json.dumps(message) + "\n").encode())
+
+
+def _kill_session(session: int) -> None:
+    """Without a PID namespace, kill what is left of a sandbox's session."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[3]) == session:
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
+class _Zygote:
+    def __init__(self, capabilities: isolation.Capabilities) -> None:
+        self.capabilities = capabilities
+        self.selector = selectors.DefaultSelector()
+        self.children: dict[str, dict[str, Any]] = {}
+        self.buffer = b""
+
+    def run(self) -> None:
+        self.selector.register(0, selectors.EVENT_READ, data=("stdin", None))
+        _send({"event": "ready", "pid": os.getpid()})
+        while True:
+            for key, _ in self.selector.select(timeout=self._next_deadline()):
+                kind, sandbox_id = key.data
+                if kind == "stdin":
+                    if not self._read_commands():
+                        return self._shutdown()
+                elif kind == "pidpipe":
+                    self._read_pid(key.fd, sandbox_id)
+                else:
+                    self._reap(key.fd, sandbox_id)
+            self._enforce_deadlines()
+
+    def _next_deadline(self) -> float | None:
+        deadlines = [c["deadline"] for c in self.children.values()]
+        return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
+
+    def _read_commands(self) -> bool:
+        chunk = os.read(0, 65536)
+        if not chunk:
+            return False
+        self.buffer += chunk
+        while b"\n" in self.buffer:
+            line, self.buffer = self.buffer.split(b"\n", 1)
+            request = json.loads(line)
+            if request["op"] == "spawn":
+                self._spawn(request)
+            elif request["op"] == "kill":
+                self._kill(request["id"], "killed")
+        return True
+
+    def _spawn(self, request: dict[str, Any]) -> None:
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                os.close(read_end)
+                _sandbox_main(request, write_end, self.capabilities)
+            finally:
+                os._exit(70)
+        os.close(write_end)
+        sandbox_id = request["id"]
+        self.children[sandbox_id] = {
+            "pid": pid,
+            "supervisor": None,
+            "deadline": time.monotonic() + request["deadline_s"],
+            "reason": None,
+        }
+        self.selector.register(read_end, selectors.EVENT_READ, data=("pidpipe", sandbox_id))
+        self.selector.register(os.pidfd_open(pid), selectors.EVENT_READ, data=("exit", sandbox_id))
+
+    def _read_pid(self, fd: int, sandbox_id: str) -> None:
+        data = os.read(fd, 64)
+        self.selector.unregister(fd)
+        os.close(fd)
+        child = self.children.get(sandbox_id)
+        if child is not None and data.strip():
+            child["supervisor"] = int(data)
+            _send({"event": "spawned", "id": sandbox_id, "pid": child["supervisor"]})
+
+    def _kill(self, sandbox_id: str, reason: str) -> None:
+        child = self.children.get(sandbox_id)
+        if child is None:
+            _send({"event": "exited", "id": sandbox_id, "code": None, "reason": "unknown"})
+            return
+        child["reason"] = child["reason"] or reason
+        for pid in (child["supervisor"], child["pid"]):
+            if pid:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        if not self.capabilities.namespaces:
+            _kill_session(child["pid"])
+
+    def _reap(self, pidfd: int, sandbox_id: str) -> None:
+        child = self.children.pop(sandbox_id)
+        self.selector.unregister(pidfd)
+        os.close(pidfd)
+        _, status = os.waitpid(child["pid"], 0)
+        if child["supervisor"] and not self.capabilities.namespaces:
+            _kill_session(child["pid"])
+        elif child["supervisor"]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child["supervisor"], signal.SIGKILL)
+        code = os.waitstatus_to_exitcode(status)
+        _send({"event": "exited", "id": sandbox_id, "code": code, "reason": child["reason"] or "crashed"})
+
+    def _enforce_deadlines(self) -> None:
+        now = time.monotonic()
+        for sandbox_id, child in list(self.children.items()):
+            if child["deadline"] <= now and child["reason"] is None:
+                self._kill(sandbox_id, "deadline")
+
+    def _shutdown(self) -> None:
+        for sandbox_id in list(self.children):
+            self._kill(sandbox_id, "shutdown")
+
+
+def _sandbox_main(request: dict[str, Any], pid_pipe: int, caps: isolation.Capabilities) -> None:
+    """The forked child: never returns."""
+    directory = Path(request["dir"])
+    os.dup2(pid_pipe, 3)
+    os.closerange(4, 65536)
+    null = os.open("/dev/null", os.O_RDWR)
+    log = os.open(directory / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.dup2(log, 2)
+    os.close(null)
+    os.close(log)
+    isolation.enter_namespaces(caps)
+    supervisor_pid = os.fork()
+    if supervisor_pid:
+        os.write(3, f"{supervisor_pid}\n".encode())
+        os.close(3)
+        _, status = os.waitpid(supervisor_pid, 0)
+        os._exit(max(0, os.waitstatus_to_exitcode(status)))
+    os.close(3)
+    limits = SandboxLimits.model_validate(request["limits"])
+    isolation.enter_sandbox(directory, request["uid"], limits, caps)
+    control.serve(Layout(directory), SupervisorLimits(**request["supervisor"]), caps)
+    os._exit(0)
+
+
+def main() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the backend owns our lifetime
+    isolation.die_with_parent()
+    capabilities = isolation.probe()
+    if capabilities.root:
+        isolation.expose_interpreter(isolation.interpreter_paths())
+    _warm()
+    sys.stdout.flush()
+    _Zygote(capabilities).run()
+
+
+if __name__ == "__main__":
+    main()
