@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["Settings", "SandboxLimits", "SandboxSettings", "get_settings"]
+__all__ = ["SandboxLimits", "SandboxSettings", "Settings", "get_settings"]
 
 
 class SandboxLimits(BaseModel):
@@ -24,11 +24,13 @@ class SandboxLimits(BaseModel):
     cpu_seconds: int = Field(600, ge=1, description="RLIMIT_CPU per process, seconds.")
     file_size_mb: int = Field(16, ge=1, description="RLIMIT_FSIZE, MiB.")
     open_files: int = Field(256, ge=32, description="RLIMIT_NOFILE.")
-    processes: int = Field(64, ge=8, description="RLIMIT_NPROC for the sandbox's own uid.")
+    processes: int = Field(128, ge=16, description="RLIMIT_NPROC for the sandbox's own uid.")
     wall_clock_seconds: float = Field(
         3600.0, gt=0, description="The zygote kills the sandbox after this long."
     )
-    nice: int = Field(10, ge=0, le=19, description="Scheduling niceness, so the host stays responsive.")
+    nice: int = Field(
+        10, ge=0, le=19, description="Scheduling niceness, so the host stays responsive."
+    )
 
 
 class SandboxSettings(BaseModel):
@@ -49,7 +51,9 @@ class SandboxSettings(BaseModel):
         200_000, ge=1000, description="Sandbox n runs as uid/gid uid_base + n (when root)."
     )
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
-    max_file_bytes: int = Field(256 * 1024, ge=1024, description="Largest file the agent may write.")
+    max_file_bytes: int = Field(
+        256 * 1024, ge=1024, description="Largest file the agent may write."
+    )
     max_request_bytes: int = Field(
         1024 * 1024, ge=1024, description="Largest control request body (excluding workspaces)."
     )

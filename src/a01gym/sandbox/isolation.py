@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import itertools
 import logging
 import os
 import resource
@@ -38,6 +39,7 @@ from a01gym.sandbox import landlock
 
 __all__ = [
     "Capabilities",
+    "become_subreaper",
     "check",
     "die_with_parent",
     "enter_namespaces",
@@ -54,7 +56,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWNET, _CLONE_NEWPID = 0x40000000, 0x20000000
 _MS_BIND, _MS_REC, _MS_PRIVATE, _MS_MOVE = 4096, 16384, 1 << 18, 8192
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 1, 4, 36
 
 
 @dataclasses.dataclass(frozen=True)
@@ -172,7 +174,7 @@ def expose_interpreter(paths: list[str]) -> list[str]:
             if _traversable(path):
                 continue
             chain = [*reversed(Path(path).parents), Path(path)]
-            for parent, child in zip(chain, chain[1:], strict=False):
+            for parent, child in itertools.pairwise(chain):
                 if not os.stat(parent).st_mode & stat.S_IXOTH:
                     blocked.setdefault(str(parent), set()).add(child.name)
                     break
@@ -186,13 +188,19 @@ def expose_interpreter(paths: list[str]) -> list[str]:
             stage = tempfile.mkdtemp(prefix="a01gym-stage-")
             for child in children:
                 os.mkdir(os.path.join(stage, child))
-                _mount(os.path.join(ancestor, child), os.path.join(stage, child), None,
-                       _MS_BIND | _MS_REC, None)
+                _mount(
+                    os.path.join(ancestor, child),
+                    os.path.join(stage, child),
+                    None,
+                    _MS_BIND | _MS_REC,
+                    None,
+                )
             _mount("tmpfs", ancestor, "tmpfs", 0, "mode=0755,size=64k")
             for child in children:
                 os.mkdir(os.path.join(ancestor, child))
-                _mount(os.path.join(stage, child), os.path.join(ancestor, child), None, _MS_MOVE,
-                       None)
+                _mount(
+                    os.path.join(stage, child), os.path.join(ancestor, child), None, _MS_MOVE, None
+                )
                 os.rmdir(os.path.join(stage, child))
             os.rmdir(stage)
             covered.append(ancestor)
@@ -203,6 +211,11 @@ def expose_interpreter(paths: list[str]) -> list[str]:
 def _prctl(option: int, value: int) -> None:
     if _libc.prctl(option, value, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), f"prctl({option})")
+
+
+def become_subreaper() -> None:
+    """Adopt orphaned descendants, so a sandbox's PID 1 is reaped by us, not by init."""
+    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
 
 
 def die_with_parent() -> None:

@@ -1,12 +1,12 @@
 """Where things live inside one sandbox directory (shared by supervisor and backends).
 
-    <sandbox>/token          supervisor's bearer token (not readable by the app)
-    <sandbox>/control.sock   the control API (local backend)
-    <sandbox>/workspace/     the agent's files; read-only for the running app
-    <sandbox>/app/           the only place the app may write
-    <sandbox>/app/data/      APP_DATA_DIR; the SQLite database is app/data/app.db
-    <sandbox>/app/app.sock   the app's HTTP socket
-    <sandbox>/app/app.log    the app's stdout and stderr (startup tracebacks land here)
+<sandbox>/token          supervisor's bearer token (not readable by the app)
+<sandbox>/control.sock   the control API (local backend)
+<sandbox>/workspace/     the agent's files; read-only for the running app
+<sandbox>/app/           the only place the app may write
+<sandbox>/app/data/      APP_DATA_DIR; the SQLite database is app/data/app.db
+<sandbox>/app/app.sock   the app's HTTP socket
+<sandbox>/app/app.log    the app's stdout and stderr (startup tracebacks land here)
 """
 
 from __future__ import annotations

@@ -75,6 +75,9 @@ class LocalBackend:
         self._spawned: dict[str, asyncio.Future[int]] = {}
         self._by_id: dict[str, LocalSandbox] = {}
         self._free_slots = list(range(self.settings.max_sandboxes - 1, -1, -1))
+        # Each backend takes a random block of uids, so two backends on one machine (two
+        # gateways, a test run beside a server) do not share RLIMIT_NPROC budgets.
+        self._uid_offset = self.settings.uid_base + secrets.randbelow(4096) * len(self._free_slots)
         self._releasing: set[str] = set()
         self._crashed_total = 0
         self._spawned_total = 0
@@ -191,6 +194,10 @@ class LocalBackend:
             self._releasing.discard(sandbox.id)
         self._wake.set()
 
+    def uid_of(self, sandbox: LocalSandbox) -> int:
+        """The uid the sandbox's processes run as (when the backend runs as root)."""
+        return self._uid_offset + sandbox.slot
+
     def stats(self) -> PoolStats:
         return PoolStats(
             idle=len(self._idle),
@@ -217,7 +224,7 @@ class LocalBackend:
         slot = self._free_slots.pop()
         sandbox_id = f"sbx-{slot}-{secrets.token_hex(3)}"
         layout = Layout(self.root / sandbox_id)
-        uid = self.settings.uid_base + slot
+        uid = self._uid_offset + slot
         layout.root.mkdir(mode=0o700)
         if self.capabilities.root:
             os.chown(layout.root, uid, uid)
@@ -251,8 +258,11 @@ class LocalBackend:
             shutil.rmtree(layout.root, ignore_errors=True)
             self._free_slots.append(slot)
             if isinstance(exc, TimeoutError | SandboxError):
-                log = (layout.root / "supervisor.log").read_text(errors="replace")[-2000:] \
-                    if (layout.root / "supervisor.log").exists() else ""
+                log = (
+                    (layout.root / "supervisor.log").read_text(errors="replace")[-2000:]
+                    if (layout.root / "supervisor.log").exists()
+                    else ""
+                )
                 raise SandboxStartError(
                     f"sandbox did not become ready: {log.strip() or exc!r}",
                     sandbox_id=sandbox_id,

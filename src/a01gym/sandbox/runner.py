@@ -148,7 +148,9 @@ async def _query(client: SupervisorClient, check: httptest.DbCheck) -> list[list
         raise _Inconclusive("sandbox unavailable for database check") from exc
 
 
-def _compare(check: httptest.DbCheck, before: list[list[Any]], after: list[list[Any]]) -> str | None:
+def _compare(
+    check: httptest.DbCheck, before: list[list[Any]], after: list[list[Any]]
+) -> str | None:
     if check.expect == "unchanged":
         return None if before == after else f"database changed: {check.sql}"
     if check.expect == "changed":

@@ -220,9 +220,7 @@ class Supervisor:
             raise SupervisorError(ErrorCode.QUERY_FAILED, f"no database: {exc}") from exc
         try:
             connection.execute("PRAGMA query_only=ON")
-            connection.set_authorizer(
-                lambda action, *_: 0 if action in _READ_ONLY_ACTIONS else 1
-            )
+            connection.set_authorizer(lambda action, *_: 0 if action in _READ_ONLY_ACTIONS else 1)
             connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 1000)
             cursor = connection.execute(request.sql, request.params)
             rows = cursor.fetchmany(_MAX_QUERY_ROWS)

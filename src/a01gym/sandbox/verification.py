@@ -48,7 +48,11 @@ async def verify(
         app = await sandbox.client.restart_app()
         if app.state is protocol.AppState.RUNNING:
             results = await runner.run_suite(
-                sandbox.client, bundle.manifest, bundle.hidden.fixture, bundle.hidden.tests, seed=seed
+                sandbox.client,
+                bundle.manifest,
+                bundle.hidden.fixture,
+                bundle.hidden.tests,
+                seed=seed,
             )
         else:
             results = [

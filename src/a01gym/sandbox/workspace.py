@@ -92,7 +92,9 @@ class Workspace:
         if not target.is_file():
             raise WorkspaceError("not_found", f"no file {path!r}; list_files shows what exists")
         if target.stat().st_size > self.max_file_bytes:
-            raise WorkspaceError("too_large", f"{path!r} is larger than {self.max_file_bytes} bytes")
+            raise WorkspaceError(
+                "too_large", f"{path!r} is larger than {self.max_file_bytes} bytes"
+            )
         try:
             return target.read_bytes().decode()
         except UnicodeDecodeError as exc:

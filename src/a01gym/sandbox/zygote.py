@@ -201,10 +201,11 @@ class _Zygote:
             _send({"event": "exited", "id": sandbox_id, "code": None, "reason": "unknown"})
             return
         child["reason"] = child["reason"] or reason
-        for pid in (child["supervisor"], child["pid"]):
-            if pid:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+        # Kill PID 1 of the sandbox only: its waiter exits once the kernel has torn the whole
+        # PID namespace down, so the "exited" event means nothing of the sandbox is left.
+        target = child["supervisor"] or child["pid"]
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(target, signal.SIGKILL)
         if not self.capabilities.namespaces:
             _kill_session(child["pid"])
 
@@ -213,13 +214,24 @@ class _Zygote:
         self.selector.unregister(pidfd)
         os.close(pidfd)
         _, status = os.waitpid(child["pid"], 0)
-        if child["supervisor"] and not self.capabilities.namespaces:
-            _kill_session(child["pid"])
-        elif child["supervisor"]:
+        if child["supervisor"]:
+            # Normally already reaped by its waiter; if the waiter was killed first, the
+            # supervisor was re-parented to us (a subreaper) and is collected here.
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child["supervisor"], signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(child["supervisor"], 0)
+        if not self.capabilities.namespaces:
+            _kill_session(child["pid"])
         code = os.waitstatus_to_exitcode(status)
-        _send({"event": "exited", "id": sandbox_id, "code": code, "reason": child["reason"] or "crashed"})
+        _send(
+            {
+                "event": "exited",
+                "id": sandbox_id,
+                "code": code,
+                "reason": child["reason"] or "crashed",
+            }
+        )
 
     def _enforce_deadlines(self) -> None:
         now = time.monotonic()
@@ -261,6 +273,7 @@ def _sandbox_main(request: dict[str, Any], pid_pipe: int, caps: isolation.Capabi
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the backend owns our lifetime
     isolation.die_with_parent()
+    isolation.become_subreaper()
     capabilities = isolation.probe()
     if capabilities.root:
         isolation.expose_interpreter(isolation.interpreter_paths())

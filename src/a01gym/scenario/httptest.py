@@ -21,6 +21,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
+    "NOT_JSON",
     "Assertion",
     "BodyContains",
     "BodyLacks",
@@ -28,7 +29,6 @@ __all__ = [
     "HttpTest",
     "JsonEquals",
     "JsonLength",
-    "NOT_JSON",
     "Outcome",
     "RoutesInclude",
     "StatusIn",
@@ -125,6 +125,8 @@ class DbCheck(_Model):
 
 
 class TestKind(enum.StrEnum):
+    __test__ = False  # not a pytest class
+
     EXPLOIT = "exploit"
     REGRESSION = "regression"
 
@@ -236,4 +238,3 @@ def check_assertion(
         return None if ok else f"{assertion.path or 'body'!r} has {len(actual)} items"
     missing = sorted(set(assertion.routes) - _openapi_routes(document))
     return None if not missing else f"routes missing: {', '.join(missing)}"
-

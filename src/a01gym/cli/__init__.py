@@ -1,0 +1,1 @@
+"""Command-line interface: ``a01gym <group> <verb>``, thin wrappers over library calls."""

@@ -1,0 +1,80 @@
+"""Pool lifecycle: warm acquire, crash detection and replacement, deadlines, no leaks."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import psutil
+import pytest
+
+from a01gym.errors import SandboxLostError
+from a01gym.sandbox.local import LocalBackend
+
+
+async def _settle(backend: LocalBackend, idle: int, timeout: float = 20.0) -> None:
+    async def wait() -> None:
+        while backend.stats().idle != idle or backend.stats().starting:
+            await asyncio.sleep(0.02)
+
+    await asyncio.wait_for(wait(), timeout)
+
+
+def _zygote_descendants(backend: LocalBackend) -> int:
+    return len(psutil.Process(backend._zygote.pid).children(recursive=True))
+
+
+async def test_acquire_comes_from_the_warm_pool_and_refills():
+    async with LocalBackend(pool_size=2) as backend:
+        await _settle(backend, 2)
+        spawned = backend.stats().spawned_total
+        sandbox = await backend.acquire()
+        assert backend.stats().spawned_total == spawned  # no fork on the acquire path
+        await _settle(backend, 2)
+        assert backend.stats().spawned_total == spawned + 1  # refilled in the background
+        await backend.release(sandbox)
+
+
+async def test_a_crashed_sandbox_is_detected_reported_and_replaced(caplog):
+    async with LocalBackend(pool_size=1) as backend:
+        await _settle(backend, 1)
+        in_use = await backend.acquire()
+        await _settle(backend, 1)
+        idle = backend._idle[0]
+        os.kill(idle.pid, signal.SIGKILL)
+        os.kill(in_use.pid, signal.SIGKILL)
+        await asyncio.wait_for(in_use.exited.wait(), 10)
+        assert not in_use.alive
+        with pytest.raises(SandboxLostError, match="release it and acquire a new one"):
+            await in_use.client.list_files()
+        await _settle(backend, 1)
+        assert backend._idle[0] is not idle and backend._idle[0].alive
+        assert backend.stats().crashed_total == 2
+        assert "exited unexpectedly" in caplog.text
+        await backend.release(in_use)
+
+
+async def test_wall_clock_deadline_kills_the_sandbox():
+    async with LocalBackend(pool_size=0) as backend:
+        backend.settings.limits.wall_clock_seconds = 0.5
+        sandbox = await backend.acquire()
+        await asyncio.wait_for(sandbox.exited.wait(), 10)
+        assert sandbox.exit_reason == "deadline"
+        await backend.release(sandbox)
+
+
+@pytest.mark.slow
+async def test_releasing_200_sandboxes_leaks_nothing(idor_bundle):
+    me = psutil.Process()
+    async with LocalBackend(pool_size=2) as backend:
+        await _settle(backend, 2)
+        before = (_zygote_descendants(backend), me.num_fds(), len(os.listdir(backend.root)))
+        for _ in range(200):
+            sandbox = await backend.acquire()
+            await backend.release(sandbox)
+        await _settle(backend, 2)
+        after = (_zygote_descendants(backend), me.num_fds(), len(os.listdir(backend.root)))
+        assert after == before, f"(processes, fds, dirs) before={before} after={after}"
+        root = backend.root
+    assert not root.exists()

@@ -1,0 +1,70 @@
+"""Workspace confinement, exact edits and diffs (no sandbox needed)."""
+
+import os
+
+import pytest
+
+from a01gym.sandbox.workspace import Workspace, WorkspaceError
+
+
+@pytest.fixture
+def workspace(tmp_path):
+    ws = Workspace(tmp_path / "ws", max_file_bytes=1000)
+    ws.load({"app/main.py": b"x = 1\ny = 1\n", "TASK.md": b"fix it\n"})
+    return ws
+
+
+@pytest.mark.parametrize("path", ["../outside", "/etc/passwd", "app/../../x", "a\x00b", ""])
+def test_escapes_are_refused(workspace, path):
+    with pytest.raises(WorkspaceError) as error:
+        workspace.read(path)
+    assert error.value.code == "path_invalid"
+
+
+def test_symlinks_are_refused_even_when_planted(workspace, tmp_path):
+    (tmp_path / "secret").write_text("s")
+    os.symlink(tmp_path / "secret", workspace.root / "link")
+    os.symlink(tmp_path, workspace.root / "dirlink")
+    for path in ("link", "dirlink/secret"):
+        with pytest.raises(WorkspaceError, match="symlink"):
+            workspace.read(path)
+    with pytest.raises(WorkspaceError, match="symlink"):
+        workspace.write("dirlink/new", "x")
+    assert "link" not in dict(workspace.list())
+
+
+def test_edit_requires_a_unique_match(workspace):
+    with pytest.raises(WorkspaceError) as error:
+        workspace.edit("app/main.py", "= 1", "= 2")
+    assert error.value.code == "edit_not_unique"
+    with pytest.raises(WorkspaceError) as error:
+        workspace.edit("app/main.py", "zzz", "q")
+    assert error.value.code == "edit_not_found"
+    workspace.edit("app/main.py", "x = 1", "x = 2")
+    assert workspace.read("app/main.py") == "x = 2\ny = 1\n"
+
+
+def test_oversized_write_is_refused(workspace):
+    with pytest.raises(WorkspaceError) as error:
+        workspace.write("big.txt", "x" * 1001)
+    assert error.value.code == "too_large"
+    assert "big.txt" not in dict(workspace.list())
+
+
+def test_changes_and_diff_track_the_baseline(workspace):
+    workspace.write("app/main.py", "x = 2\ny = 1\n")
+    workspace.write("new.py", "z\n")
+    (workspace.root / "TASK.md").unlink()
+    assert workspace.changes() == {
+        "TASK.md": None,
+        "app/main.py": "x = 2\ny = 1\n",
+        "new.py": "z\n",
+    }
+    diff = workspace.diff()
+    assert "-x = 1" in diff and "+x = 2" in diff and "+++ b/new.py" in diff
+
+
+def test_search_is_fixed_string(workspace):
+    assert workspace.search("x = 1", None, 10) == [("app/main.py", 1, "x = 1")]
+    assert workspace.search("(a+)+$", None, 10) == []
+    assert workspace.search("fix", "app", 10) == []

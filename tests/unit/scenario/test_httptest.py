@@ -1,0 +1,90 @@
+"""Assertions, JSON paths and security × regression scoring."""
+
+import pytest
+from pydantic import ValidationError
+
+from a01gym.scenario import httptest
+from a01gym.scenario.httptest import NOT_JSON, HttpTest, Outcome, TestKind, TestResult
+from a01gym.scenario.scoring import PARTIAL_CREDIT, score_results
+
+
+def _check(assertion, status=200, text="", document=NOT_JSON, headers=""):
+    return httptest.check_assertion(assertion, status, text, headers, document)
+
+
+def test_status_and_body_assertions():
+    assert _check(httptest.StatusIn(statuses=[200, 201]), status=201) is None
+    assert "404" in _check(httptest.StatusIn(statuses=[200]), status=404)
+    assert _check(httptest.BodyContains(value="CANARY-1"), text="x CANARY-1") is None
+    assert _check(httptest.BodyContains(value="CANARY-1"), headers="X-Leak: CANARY-1") is None
+    assert "contains" in _check(httptest.BodyLacks(value="CANARY-1"), headers="x: CANARY-1")
+
+
+def test_json_assertions_need_json():
+    assert _check(httptest.JsonEquals(path="a", value=1)) == "response is not JSON"
+    document = {"items": [{"id": 3}], "a": 1}
+    assert _check(httptest.JsonEquals(path="items.0.id", value=3), document=document) is None
+    assert _check(httptest.JsonLength(path="items", min=1, max=1), document=document) is None
+    assert "has 1 items" in _check(httptest.JsonLength(path="items", min=2), document=document)
+    assert "no JSON value" in _check(
+        httptest.JsonEquals(path="items.5", value=1), document=document
+    )
+
+
+def test_routes_include_reads_openapi():
+    document = {"paths": {"/notes/{id}": {"get": {}, "put": {}}}}
+    ok = httptest.RoutesInclude(routes=["GET /notes/{id}", "PUT /notes/{id}"])
+    assert _check(ok, document=document) is None
+    missing = httptest.RoutesInclude(routes=["DELETE /notes/{id}"])
+    assert "DELETE /notes/{id}" in _check(missing, document=document)
+
+
+def test_tests_reject_unknown_fields_and_relative_paths():
+    with pytest.raises(ValidationError):
+        HttpTest.model_validate({"id": "t", "kind": "exploit", "steps": [{"path": "notes"}]})
+    with pytest.raises(ValidationError):
+        HttpTest.model_validate(
+            {"id": "t", "kind": "exploit", "steps": [{"path": "/x", "bogus": 1}]}
+        )
+
+
+def _result(kind, outcome):
+    return TestResult(test_id="t", kind=kind, outcome=outcome)
+
+
+def test_resolved_only_when_every_exploit_blocked_and_every_regression_passes():
+    results = [_result(TestKind.EXPLOIT, Outcome.FAIL), _result(TestKind.REGRESSION, Outcome.PASS)]
+    score = score_results(results)
+    assert score.resolved and score.value == 1.0
+
+
+def test_inconclusive_fails_closed():
+    exploit = score_results(
+        [
+            _result(TestKind.EXPLOIT, Outcome.INCONCLUSIVE),
+            _result(TestKind.REGRESSION, Outcome.PASS),
+        ]
+    )
+    assert exploit.security == 0.0 and exploit.value == 0.0
+    regression = score_results(
+        [
+            _result(TestKind.EXPLOIT, Outcome.FAIL),
+            _result(TestKind.REGRESSION, Outcome.INCONCLUSIVE),
+        ]
+    )
+    assert regression.regression == 0.0 and not regression.resolved
+
+
+def test_partial_fixes_never_exceed_partial_credit():
+    half = score_results(
+        [
+            _result(TestKind.EXPLOIT, Outcome.FAIL),
+            _result(TestKind.EXPLOIT, Outcome.PASS),
+            _result(TestKind.REGRESSION, Outcome.PASS),
+        ]
+    )
+    assert half.security == 0.5 and half.value == pytest.approx(PARTIAL_CREDIT * 0.5)
+
+
+def test_no_tests_scores_zero():
+    assert score_results([]).value == 0.0
