@@ -45,11 +45,13 @@ async def test_a_crashed_sandbox_is_detected_reported_and_replaced(caplog):
         os.kill(idle.pid, signal.SIGKILL)
         os.kill(in_use.pid, signal.SIGKILL)
         await asyncio.wait_for(in_use.exited.wait(), 10)
-        assert not in_use.alive
+        await asyncio.wait_for(idle.exited.wait(), 10)
+        assert not in_use.alive and not idle.alive
         with pytest.raises(SandboxLostError, match="release it and acquire a new one"):
             await in_use.client.list_files()
         await _settle(backend, 1)
         assert backend._idle[0] is not idle and backend._idle[0].alive
+        assert (await backend._idle[0].client.health()).status == "ok"
         assert backend.stats().crashed_total == 2
         assert "exited unexpectedly" in caplog.text
         await backend.release(in_use)

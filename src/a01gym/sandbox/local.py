@@ -334,6 +334,7 @@ class LocalBackend:
             event.get("code"),
         )
         if sandbox in self._idle:
+            self._idle.remove(sandbox)  # never hand out a dead sandbox
             asyncio.get_running_loop().create_task(self.release(sandbox))
 
     async def _refill(self) -> None:
