@@ -41,6 +41,12 @@ class SandboxSettings(BaseModel):
         description="Directory under which each sandbox gets its own folder.",
     )
     pool_size: int = Field(4, ge=0, description="Warm sandboxes kept ready for acquire().")
+    refill_delay_s: float = Field(
+        0.1,
+        ge=0,
+        description="While idle sandboxes remain, wait this long before refilling, so the "
+        "episode that just acquired one gets the CPU for its app start first.",
+    )
     max_sandboxes: int = Field(256, ge=1, description="Hard cap on live sandboxes.")
     isolation: Literal["warn", "strict"] = Field(
         "warn",

@@ -118,6 +118,7 @@ def _run_app(layout: Layout, caps: isolation.Capabilities, entrypoint: str) -> N
             ws="none",
             http="h11",
             loop="asyncio",
+            timeout_keep_alive=3600,  # the supervisor is the only client; keep its connections
         )
         uvicorn.Server(config).run()
     except BaseException:
@@ -217,7 +218,7 @@ class AppProcess:
                 self.start_ms = (time.perf_counter() - began) * 1000
                 return self.status()
             await asyncio.sleep(delay)
-            delay = min(delay * 1.5, 0.01)
+            delay = min(delay * 1.5, 0.002)
         await self.stop()
         self.state = AppState.CRASHED
         self.error = f"the app did not start within {self._start_timeout_s:g}s\n{self.log_tail()}"

@@ -341,6 +341,8 @@ class LocalBackend:
         backoff = 0.1
         while True:
             await self._wake.wait()
+            if self._idle and self.settings.refill_delay_s:
+                await asyncio.sleep(self.settings.refill_delay_s)
             self._wake.clear()
             while (
                 len(self._idle) + self._starting < self.settings.pool_size

@@ -48,6 +48,7 @@ class ErrorCode(enum.StrEnum):
     APP_START_FAILED = "app_start_failed"
     APP_NOT_RUNNING = "app_not_running"
     APP_TIMEOUT = "app_timeout"
+    APP_BAD_RESPONSE = "app_bad_response"
     QUERY_FAILED = "query_failed"
     UNKNOWN_ACTOR = "unknown_actor"
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import shutil
 import socket
 import sqlite3
@@ -17,9 +18,8 @@ import time
 import urllib.parse
 from typing import Any
 
-import httpx
-
 from a01gym.sandbox import protocol
+from a01gym.sandbox.app_client import AppClient, BadResponseError
 from a01gym.sandbox.app_process import AppProcess
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import ErrorCode
@@ -61,15 +61,14 @@ class Supervisor:
         self.app = AppProcess(layout, app_zygote, limits.app_start_timeout_s)
         self.entrypoint: str | None = None
         self.actors: dict[str, dict[str, str]] = {}
-        self._http: httpx.AsyncClient | None = None
+        self._http = AppClient(str(layout.app_sock))
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.app.attach(loop)
 
     async def close(self) -> None:
         await self.app.stop()
-        if self._http is not None:
-            await self._http.aclose()
+        self._http.close()
 
     def health(self) -> protocol.Health:
         return protocol.Health(workspace_loaded=self.workspace.loaded, app=self.app.status())
@@ -106,26 +105,15 @@ class Supervisor:
     async def restart_app(self) -> protocol.AppStatus:
         self._require_workspace()
         assert self.entrypoint is not None
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
-        status = await self.app.start(self.entrypoint)
-        if status.state is protocol.AppState.RUNNING:
-            self._http = httpx.AsyncClient(
-                # No TLS over a Unix socket; verify=False also avoids reading CA files,
-                # which Landlock forbids here.
-                transport=httpx.AsyncHTTPTransport(uds=str(self.layout.app_sock), verify=False),
-                base_url="http://app",
-                timeout=self.limits.app_request_timeout_s,
-            )
-        return status
+        self._http.close()
+        return await self.app.start(self.entrypoint)
 
     async def stop_app(self) -> protocol.AppStatus:
         await self.app.stop()
         return self.app.status()
 
     async def proxy(self, request: protocol.ProxyRequest) -> protocol.ProxyResponse:
-        if self._http is None or self.app.state is not protocol.AppState.RUNNING:
+        if self.app.state is not protocol.AppState.RUNNING:
             detail = f": {self.app.error}" if self.app.error else ""
             raise SupervisorError(ErrorCode.APP_NOT_RUNNING, f"the app is not running{detail}")
         headers: dict[str, str] = {}
@@ -137,29 +125,41 @@ class Supervisor:
                 )
             headers.update(self.actors.get(request.actor, {}))
         headers.update(request.headers)
-        kwargs: dict[str, Any] = {"headers": headers, "params": request.query}
+        body = b""
         if request.json_body is not None:
-            kwargs["json"] = request.json_body
+            body = json.dumps(request.json_body).encode()
+            headers.setdefault("content-type", "application/json")
         elif request.body is not None:
-            kwargs["content"] = request.body.encode()
+            body = request.body.encode()
         timeout = request.timeout_s or self.limits.app_request_timeout_s
         started = time.perf_counter()
         try:
             response = await self._http.request(
-                request.method, request.path, timeout=timeout, **kwargs
+                request.method,
+                request.path,
+                query=request.query,
+                headers=headers,
+                body=body,
+                timeout=timeout,
             )
-        except httpx.TimeoutException as exc:
+        except BadResponseError as exc:
+            await asyncio.sleep(0.01)  # if it crashed, let the notification arrive first
+            detail = self.app.error or str(exc)
+            raise SupervisorError(ErrorCode.APP_BAD_RESPONSE, detail) from exc
+        except ValueError as exc:
+            raise SupervisorError(ErrorCode.BAD_REQUEST, str(exc)) from exc
+        except TimeoutError as exc:
             raise SupervisorError(
                 ErrorCode.APP_TIMEOUT, f"the app did not answer within {timeout:g}s"
             ) from exc
-        except httpx.TransportError as exc:
+        except OSError as exc:
             await asyncio.sleep(0.01)  # let a crash notification arrive first
             detail = self.app.error or exc.__class__.__name__
             raise SupervisorError(ErrorCode.APP_NOT_RUNNING, f"the app is down: {detail}") from exc
-        text = response.text
+        text = response.body.decode(errors="replace")
         return protocol.ProxyResponse(
-            status=response.status_code,
-            headers=dict(response.headers),
+            status=response.status,
+            headers=response.headers,
             body=text[:_MAX_RESPONSE_CHARS],
             truncated=len(text) > _MAX_RESPONSE_CHARS,
             elapsed_ms=(time.perf_counter() - started) * 1000,

@@ -19,6 +19,7 @@ supervisor kills the whole namespace, so nothing a sandbox starts outlives it.
 from __future__ import annotations
 
 import contextlib
+import gc
 import importlib
 import json
 import mimetypes
@@ -278,6 +279,11 @@ def main() -> None:
     if capabilities.root:
         isolation.expose_interpreter(isolation.interpreter_paths())
     _warm()
+    # Children share the zygote's pages copy-on-write; a garbage collection in a child walks
+    # (and so writes to) every tracked object, copying nearly all of them. Freezing moves them
+    # out of the collector's reach.
+    gc.collect()
+    gc.freeze()
     sys.stdout.flush()
     _Zygote(capabilities).run()
 

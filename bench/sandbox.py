@@ -1,0 +1,173 @@
+"""Benchmark the local sandbox backend (warm pool on).
+
+Prints one JSON document and one human-readable summary line; ``--json-out`` also writes the
+JSON. Targets (issue "Foundation and sandboxes"): acquire p50 ≤ 30 ms and p99 ≤ 100 ms (acquire
+→ first successful app response), proxied request p50 ≤ 2 ms, restart after an edit p50 ≤ 60
+ms, ≤ 20 MB USS per sandbox, ≥ 100 sandboxes alive at once.
+
+    python bench/sandbox.py --quick --json-out bench/results/sandbox.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import psutil
+
+from a01gym.sandbox import protocol
+from a01gym.sandbox.local import LocalBackend, LocalSandbox
+from a01gym.scenario.bundle import Bundle
+
+BUNDLE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "idor_notes"
+TARGETS = {
+    "acquire_ms_p50": ("<=", 30),
+    "acquire_ms_p99": ("<=", 100),
+    "request_ms_p50": ("<=", 2),
+    "restart_ms_p50": ("<=", 60),
+    "uss_mb_per_sandbox": ("<=", 20),
+    "max_concurrent": (">=", 100),
+}
+
+
+def _percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _settle(backend: LocalBackend) -> None:
+    while backend.stats().idle < backend.settings.pool_size or backend.stats().starting:
+        await asyncio.sleep(0.005)
+
+
+async def _ready(backend: LocalBackend, bundle: Bundle) -> LocalSandbox:
+    sandbox = await backend.acquire()
+    await sandbox.client.load_workspace(bundle.workspace, entrypoint=bundle.manifest.entrypoint)
+    status = await sandbox.client.restart_app()
+    if status.state is not protocol.AppState.RUNNING:
+        raise RuntimeError(status.error)
+    response = await sandbox.client.request(protocol.ProxyRequest(path="/health"))
+    if response.status != 200:
+        raise RuntimeError(response.body)
+    return sandbox
+
+
+async def _acquire(backend: LocalBackend, bundle: Bundle, rounds: int) -> list[float]:
+    samples = []
+    for _ in range(rounds):
+        await _settle(backend)
+        began = time.perf_counter()
+        sandbox = await _ready(backend, bundle)
+        samples.append((time.perf_counter() - began) * 1000)
+        await backend.release(sandbox)
+    return samples
+
+
+async def _requests(sandbox: LocalSandbox, rounds: int) -> list[float]:
+    request = protocol.ProxyRequest(path="/health")
+    samples = []
+    for _ in range(rounds):
+        began = time.perf_counter()
+        await sandbox.client.request(request)
+        samples.append((time.perf_counter() - began) * 1000)
+    return samples
+
+
+async def _restarts(sandbox: LocalSandbox, rounds: int) -> list[float]:
+    samples = []
+    for index in range(rounds):
+        await sandbox.client.write_file("app/extra.py", f"VALUE = {index}\n")
+        began = time.perf_counter()
+        status = await sandbox.client.restart_app()
+        samples.append((time.perf_counter() - began) * 1000)
+        assert status.state is protocol.AppState.RUNNING, status.error
+    return samples
+
+
+async def _concurrent(backend: LocalBackend, bundle: Bundle, target: int) -> int:
+    alive: list[LocalSandbox] = []
+    try:
+        for _ in range(target):
+            alive.append(await _ready(backend, bundle))
+        responses = await asyncio.gather(*(_requests(s, 1) for s in alive), return_exceptions=True)
+        return sum(not isinstance(r, BaseException) for r in responses)
+    finally:
+        await asyncio.gather(*(backend.release(s) for s in alive))
+
+
+async def run(quick: bool) -> dict[str, float]:
+    bundle = Bundle.load(BUNDLE)
+    results: dict[str, float] = {}
+    async with LocalBackend(pool_size=4, max_sandboxes=256) as backend:
+        acquire = await _acquire(backend, bundle, 40 if quick else 200)
+        results["acquire_ms_p50"] = statistics.median(acquire)
+        results["acquire_ms_p99"] = _percentile(acquire, 0.99)
+        sandbox = await _ready(backend, bundle)
+        results["request_ms_p50"] = statistics.median(await _requests(sandbox, 300))
+        results["restart_ms_p50"] = statistics.median(await _restarts(sandbox, 20 if quick else 60))
+        await backend.release(sandbox)
+        group = [await _ready(backend, bundle) for _ in range(10)]
+        for member in group:
+            await _requests(member, 5)
+        # USS of every process that belongs to the ten sandboxes (waiter, supervisor, app
+        # zygote, app), divided by ten.
+        results["uss_mb_per_sandbox"] = _sandbox_uss(backend, group)
+        await asyncio.gather(*(backend.release(s) for s in group))
+        results["max_concurrent"] = await _concurrent(backend, bundle, 100 if quick else 160)
+    return {k: round(v, 2) for k, v in results.items()}
+
+
+def _sandbox_uss(backend: LocalBackend, sandboxes: list[LocalSandbox]) -> float:
+    zygote = psutil.Process(backend._zygote.pid)
+    uids = {backend.uid_of(s) for s in sandboxes}
+    waiters = {s.pid for s in sandboxes}
+    total = 0
+    for process in zygote.children(recursive=True):
+        try:
+            owned = process.uids().real in uids
+            waiter = any(child.pid in waiters for child in process.children())
+            if owned or waiter:
+                total += process.memory_full_info().uss
+        except psutil.Error:
+            continue
+    return total / len(sandboxes) / (1024 * 1024)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer samples (< 60 s)")
+    parser.add_argument("--json-out", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+    began = time.perf_counter()
+    metrics = asyncio.run(run(args.quick))
+    verdicts = {
+        name: (metrics[name] <= bound if op == "<=" else metrics[name] >= bound)
+        for name, (op, bound) in TARGETS.items()
+    }
+    report = {
+        "benchmark": "sandbox",
+        "quick": args.quick,
+        "seconds": round(time.perf_counter() - began, 1),
+        "metrics": metrics,
+        "targets": {k: f"{op} {bound}" for k, (op, bound) in TARGETS.items()},
+        "meets_targets": verdicts,
+    }
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text(text + "\n")
+    summary = ", ".join(f"{k}={metrics[k]}{'' if verdicts[k] else ' (MISS)'}" for k in TARGETS)
+    print(
+        f"sandbox bench: {summary}; {sum(verdicts.values())}/{len(verdicts)} targets met",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()
