@@ -53,6 +53,11 @@ class SandboxSettings(BaseModel):
         description="'strict' refuses to start when any isolation layer is missing; "
         "'warn' prints one warning naming what is missing and continues.",
     )
+    filesystem: Literal["auto", "landlock", "bwrap"] = Field(
+        "auto",
+        description="How sandboxes are kept out of the rest of the filesystem: Landlock rules, "
+        "or a bubblewrap mount view; 'auto' prefers Landlock and falls back to bubblewrap.",
+    )
     uid_base: int = Field(
         200_000, ge=1000, description="Sandbox n runs as uid/gid uid_base + n (when root)."
     )

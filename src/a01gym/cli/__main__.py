@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Annotated, Literal
 
 import typer
 
 from a01gym import __version__
-from a01gym.cli import sandbox
+from a01gym.cli import eval as eval_cli
+from a01gym.cli import sandbox, serve
 from a01gym.cli.logs import configure_logging
 from a01gym.errors import A01GymError
 
@@ -19,6 +21,12 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(sandbox.app, name="sandbox")
+app.command("serve")(serve.serve)
+app.command("eval")(eval_cli.eval_command)
+if importlib.util.find_spec("a01gym.cli.factory") is not None:
+    from a01gym.cli import factory
+
+    app.add_typer(factory.app, name="factory")
 
 
 @app.callback()

@@ -25,12 +25,14 @@ import itertools
 import logging
 import os
 import resource
+import shutil
 import site
 import stat
 import sys
 import sysconfig
 import tempfile
 from pathlib import Path
+from typing import Literal
 
 import a01gym
 from a01gym.config import SandboxLimits
@@ -40,6 +42,7 @@ from a01gym.sandbox import landlock
 __all__ = [
     "Capabilities",
     "become_subreaper",
+    "bwrap_command",
     "check",
     "die_with_parent",
     "enter_namespaces",
@@ -59,12 +62,21 @@ _MS_BIND, _MS_REC, _MS_PRIVATE, _MS_MOVE = 4096, 16384, 1 << 18, 8192
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 1, 4, 36
 
 
+Filesystem = Literal["landlock", "bwrap", "none"]
+
+
 @dataclasses.dataclass(frozen=True)
 class Capabilities:
-    """Which isolation layers this machine can provide."""
+    """Which isolation layers this machine can provide, and which filesystem guard is used.
+
+    ``filesystem`` is ``landlock`` (per-sandbox rules), ``bwrap`` (the zygote runs in a
+    bubblewrap mount view holding only the interpreter and the sandboxes' root; sandboxes are
+    kept apart by their own uids and 0700 directories) or ``none``.
+    """
 
     root: bool
     landlock_abi: int
+    filesystem: Filesystem = "landlock"
 
     @property
     def namespaces(self) -> bool:
@@ -78,18 +90,57 @@ class Capabilities:
                 "not running as root: no per-sandbox uid (RLIMIT_NPROC shared with you), "
                 "no network/PID namespaces"
             )
-        if self.landlock_abi == 0:
-            gaps.append("Landlock unavailable: sandboxes can read files outside their directory")
-        elif self.landlock_abi < 4 and not self.root:
-            gaps.append(f"Landlock ABI {self.landlock_abi} < 4: TCP is not blocked")
-        if 0 < self.landlock_abi < 6:
-            gaps.append(f"Landlock ABI {self.landlock_abi} < 6: signals are not scoped")
+        if self.filesystem == "none":
+            gaps.append(
+                "neither Landlock nor bubblewrap: sandboxes can read files outside their "
+                "directory (install bubblewrap)"
+            )
+        elif self.filesystem == "landlock" and not self.root:
+            if self.landlock_abi < 4:
+                gaps.append(f"Landlock ABI {self.landlock_abi} < 4: TCP is not blocked")
+            if self.landlock_abi < 6:
+                gaps.append(f"Landlock ABI {self.landlock_abi} < 6: signals are not scoped")
         return gaps
 
 
-def probe() -> Capabilities:
-    """Detect the isolation layers available here."""
-    return Capabilities(root=os.geteuid() == 0, landlock_abi=landlock.abi_version())
+def probe(filesystem: Literal["auto", "landlock", "bwrap"] = "auto") -> Capabilities:
+    """Detect the isolation layers available here and pick the filesystem guard."""
+    abi = landlock.abi_version()
+    has_bwrap = shutil.which("bwrap") is not None
+    chosen: Filesystem
+    if filesystem == "auto":
+        chosen = "landlock" if abi else ("bwrap" if has_bwrap else "none")
+    elif filesystem == "landlock":
+        chosen = "landlock" if abi else "none"
+    else:
+        chosen = "bwrap" if has_bwrap else "none"
+    return Capabilities(
+        root=os.geteuid() == 0,
+        landlock_abi=abi if chosen == "landlock" else 0,
+        filesystem=chosen,
+    )
+
+
+def bwrap_command(read_paths: list[str], write_paths: list[str]) -> list[str]:
+    """The bubblewrap prefix that runs the zygote in a view of only what sandboxes may see.
+
+    ``--tmpfs /tmp`` comes before the binds because mounts apply in argument order and the
+    sandboxes' root usually lives under ``/tmp``.
+    """
+    command = ["bwrap", "--die-with-parent", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    if os.geteuid() == 0:
+        command += ["--cap-add", "ALL"]  # the zygote still needs to unshare and drop uids
+    # bwrap makes missing parents 0700, which the sandboxes' uids could not traverse.
+    bound = [Path(p) for p in (*read_paths, *write_paths)]
+    parents = {a for p in bound for a in p.parents if a != Path("/")}
+    for parent in sorted(parents, key=lambda a: len(a.parts)):
+        if not any(parent == b or b in parent.parents for b in bound):
+            command += ["--perms", "0755", "--dir", str(parent)]
+    for path in read_paths:
+        command += ["--ro-bind-try", path, path]
+    for path in write_paths:
+        command += ["--bind", path, path]
+    return [*command, "--"]
 
 
 def check(capabilities: Capabilities, mode: str) -> None:
@@ -105,7 +156,8 @@ def check(capabilities: Capabilities, mode: str) -> None:
     if mode == "strict":
         raise IsolationError(
             f"sandbox isolation is weaker than required: {text}",
-            hint="run as root on Linux ≥ 6.7, or set A01GYM_SANDBOX__ISOLATION=warn",
+            hint="run as root on Linux with Landlock (or install bubblewrap), "
+            "or set A01GYM_SANDBOX__ISOLATION=warn",
         )
     logger.warning("sandbox isolation is weaker than designed: %s", text)
 
@@ -128,6 +180,7 @@ def interpreter_paths() -> list[str]:
         "/usr/share/zoneinfo",
         "/etc/localtime",
         "/dev/urandom",
+        "/etc/ld.so.cache",
     }
     with contextlib.suppress(AttributeError):
         candidates.update(site.getsitepackages())
@@ -154,6 +207,14 @@ def _mount(source: str | None, target: str, fstype: str | None, flags: int, data
     if result != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"mount {source} -> {target}: {os.strerror(errno)}")
+
+
+def _mountpoint(path: str, *, like: str) -> None:
+    """An empty directory or file to mount ``like`` onto."""
+    if os.path.isdir(like):
+        os.mkdir(path)
+    else:
+        open(path, "x").close()
 
 
 def expose_interpreter(paths: list[str]) -> list[str]:
@@ -187,7 +248,7 @@ def expose_interpreter(paths: list[str]) -> list[str]:
         for ancestor, children in blocked.items():
             stage = tempfile.mkdtemp(prefix="a01gym-stage-")
             for child in children:
-                os.mkdir(os.path.join(stage, child))
+                _mountpoint(os.path.join(stage, child), like=os.path.join(ancestor, child))
                 _mount(
                     os.path.join(ancestor, child),
                     os.path.join(stage, child),
@@ -197,12 +258,11 @@ def expose_interpreter(paths: list[str]) -> list[str]:
                 )
             _mount("tmpfs", ancestor, "tmpfs", 0, "mode=0755,size=64k")
             for child in children:
-                os.mkdir(os.path.join(ancestor, child))
+                _mountpoint(os.path.join(ancestor, child), like=os.path.join(stage, child))
                 _mount(
                     os.path.join(stage, child), os.path.join(ancestor, child), None, _MS_MOVE, None
                 )
-                os.rmdir(os.path.join(stage, child))
-            os.rmdir(stage)
+            shutil.rmtree(stage)
             covered.append(ancestor)
     raise OSError("could not make the interpreter traversable")
 

@@ -63,7 +63,7 @@ class LocalBackend:
     def __init__(self, settings: SandboxSettings | None = None, **overrides: Any) -> None:
         base = settings or get_settings().sandbox
         self.settings = base.model_copy(update=overrides) if overrides else base
-        self.capabilities = isolation.probe()
+        self.capabilities = isolation.probe(self.settings.filesystem)
         self._root: Path | None = None
         self._zygote: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
@@ -105,10 +105,18 @@ class LocalBackend:
         self.settings.root.chmod(0o711)
         self._root = self.settings.root / f"{os.getpid()}-{secrets.token_hex(3)}"
         self._root.mkdir(mode=0o711)
-        self._zygote = await asyncio.create_subprocess_exec(
+        command = [
             sys.executable,
             "-m",
             "a01gym.sandbox.zygote",
+            "--filesystem",
+            self.capabilities.filesystem,
+        ]
+        if self.capabilities.filesystem == "bwrap":
+            view = isolation.bwrap_command(isolation.interpreter_paths(), [str(self._root)])
+            command = [*view, *command]
+        self._zygote = await asyncio.create_subprocess_exec(
+            *command,
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             limit=1024 * 1024,

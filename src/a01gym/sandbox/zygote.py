@@ -18,6 +18,7 @@ supervisor kills the whole namespace, so nothing a sandbox starts outlives it.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import gc
 import importlib
@@ -28,6 +29,7 @@ import selectors
 import signal
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +176,8 @@ class _Zygote:
             try:
                 os.close(read_end)
                 _sandbox_main(request, write_end, self.capabilities)
+            except BaseException:
+                traceback.print_exc()  # stderr is the sandbox's supervisor.log by now
             finally:
                 os._exit(70)
         os.close(write_end)
@@ -275,8 +279,15 @@ def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the backend owns our lifetime
     isolation.die_with_parent()
     isolation.become_subreaper()
-    capabilities = isolation.probe()
-    if capabilities.root:
+    parser = argparse.ArgumentParser(description="a01gym sandbox zygote (started by LocalBackend)")
+    parser.add_argument("--filesystem", choices=["landlock", "bwrap", "none"], default="landlock")
+    filesystem = parser.parse_args().filesystem
+    capabilities = isolation.probe("landlock")
+    if filesystem != "landlock":  # the backend already chose; do not re-probe inside bwrap
+        capabilities = isolation.Capabilities(
+            root=capabilities.root, landlock_abi=0, filesystem=filesystem
+        )
+    if capabilities.root and filesystem != "bwrap":  # a bwrap view is already traversable
         isolation.expose_interpreter(isolation.interpreter_paths())
     _warm()
     # Children share the zygote's pages copy-on-write; a garbage collection in a child walks

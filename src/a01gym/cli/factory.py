@@ -1,0 +1,250 @@
+"""``a01gym factory``: build, list, show and validate scenario caches.
+
+Thin wrappers over :mod:`a01gym.factory`. Progress and tables go to stderr, ``--json`` results
+to stdout. Exit codes: 0 success, 1 error (one readable line), 2 usage, 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from a01gym.errors import A01GymError
+from a01gym.factory import config as factory_config
+from a01gym.factory import gates, pipeline
+from a01gym.factory.cache import ScenarioCache
+
+__all__ = ["app"]
+
+app = typer.Typer(help="Build and inspect scenario caches.", no_args_is_help=True)
+_err = Console(stderr=True)
+_T = TypeVar("_T")
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    """Translate errors exactly once: A01GymError → exit 1 with one line; Ctrl-C → 130."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        _err.print("[yellow]interrupted[/]; the cache holds every scenario finished so far")
+        raise typer.Exit(130) from None
+    except A01GymError as exc:
+        _err.print(f"[red]error:[/] {exc}")
+        raise typer.Exit(1) from None
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=_err,
+        transient=False,
+    )
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+@app.command()
+def build(
+    config: Annotated[
+        Path, typer.Option("--config", "-c", help="Factory config (YAML or JSON).", exists=False)
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Cache directory to build into.")],
+    count: Annotated[
+        int | None, typer.Option(help="Candidates to author (overrides config).")
+    ] = None,
+    seed: Annotated[int | None, typer.Option(help="Run seed (overrides config).")] = None,
+    author: Annotated[str | None, typer.Option(help="template | llm (overrides config).")] = None,
+    workers: Annotated[
+        int | None, typer.Option(help="Concurrent sandbox verifications (overrides config).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Author, compile, gate and cache scenarios."""
+    with _errors():
+        overrides: dict[str, Any] = {"count": count, "seed": seed}
+        cfg = factory_config.load_config(config, **overrides)
+        data = cfg.model_dump()
+        if author is not None:
+            data["author"]["kind"] = author
+        if workers is not None:
+            data["gates"]["workers"] = workers
+        cfg = factory_config.validate_config(data)
+        with _progress() as progress:
+            tasks: dict[str, Any] = {}
+
+            def report(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    label = "authoring" if stage == "author" else "gating in sandboxes"
+                    tasks[stage] = progress.add_task(label, total=total)
+                progress.update(tasks[stage], completed=done, total=total)
+
+            summary = asyncio.run(pipeline.build(cfg, out, progress=report))
+        _summary_table(summary)
+        if as_json:
+            _emit_json(summary.model_dump() | {"yield": summary.yield_})
+
+
+def _summary_table(summary: pipeline.BuildSummary) -> None:
+    table = Table(
+        title=f"factory build: {summary.admitted}/{summary.candidates} admitted "
+        f"in {summary.duration_s:.1f}s"
+    )
+    table.add_column("family")
+    table.add_column("admitted", justify="right")
+    table.add_column("rejected", justify="right")
+    table.add_column("reasons")
+    for family, stats in summary.per_family.items():
+        reasons = ", ".join(f"{k} ×{v}" for k, v in sorted(stats.reasons.items()))
+        table.add_row(family, str(stats.admitted), str(stats.rejected), reasons or "-")
+    _err.print(table)
+
+
+@app.command("list")
+def list_entries(
+    cache: Annotated[Path, typer.Argument(help="Cache directory.")],
+    split: Annotated[str | None, typer.Option(help="train | eval")] = None,
+    family: Annotated[str | None, typer.Option(help="e.g. F01")] = None,
+    difficulty: Annotated[str | None, typer.Option(help="easy | medium | hard")] = None,
+    rejected: Annotated[bool, typer.Option(help="List rejected candidates instead.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows.")] = False,
+) -> None:
+    """List the scenarios (or rejections) in a cache."""
+    with _errors():
+        store = ScenarioCache(cache)
+        if rejected:
+            rows = store.rejections()
+            if as_json:
+                _emit_json([r.model_dump() for r in rows])
+                return
+            table = Table(title=f"{len(rows)} rejected candidates")
+            for column in ("family", "domain", "stage", "reason"):
+                table.add_column(column)
+            for r in rows:
+                table.add_row(r.family, r.domain, r.stage, r.reason[:120])
+            _err.print(table)
+            return
+        entries = store.entries(split=split, family=family, difficulty=difficulty)
+        if as_json:
+            _emit_json([e.model_dump(exclude={"validation"}) for e in entries])
+            return
+        table = Table(title=f"{len(entries)} scenarios in {cache}")
+        for column in ("hash", "family", "cwe", "domain", "band", "split", "sites", "hint"):
+            table.add_column(column)
+        for e in entries:
+            table.add_row(
+                e.hash[:12],
+                e.family,
+                e.cwe,
+                e.domain,
+                e.band,
+                e.split,
+                ",".join(e.sites),
+                str(e.hint_level),
+            )
+        _err.print(table)
+
+
+@app.command()
+def show(
+    cache: Annotated[Path, typer.Argument(help="Cache directory.")],
+    digest: Annotated[str, typer.Argument(metavar="HASH", help="Scenario hash or prefix (6+).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show one scenario: labels, gate results, files and tests."""
+    with _errors():
+        store = ScenarioCache(cache)
+        entry = store.entry(digest)
+        bundle = store.load(entry.hash)
+        data = {
+            "entry": entry.model_dump(),
+            "manifest": {
+                "name": bundle.manifest.name,
+                "title": bundle.manifest.title,
+                "actors": [a.name for a in bundle.manifest.actors],
+                "visible_tests": [t.id for t in bundle.manifest.visible_tests],
+            },
+            "hidden": {
+                "labels": bundle.hidden.labels,
+                "tests": [f"{t.kind.value}: {t.id}" for t in bundle.hidden.tests],
+                "reference_fix": sorted(bundle.hidden.reference_fix.files),
+                "traps": sorted(bundle.hidden.traps),
+            },
+            "workspace": sorted(bundle.workspace),
+        }
+        if as_json:
+            _emit_json(data)
+            return
+        _err.print(f"[bold]{entry.hash}[/]  {bundle.manifest.name} ({bundle.manifest.title})")
+        for key in ("family", "cwe", "domain", "band", "split", "sites", "author", "model"):
+            _err.print(f"  {key:>8}: {getattr(entry, key)}")
+        _err.print(f"  {'files':>8}: {', '.join(data['workspace'])}")
+        _err.print(f"  {'fix':>8}: {', '.join(data['hidden']['reference_fix'])}")
+        _err.print(f"  {'traps':>8}: {', '.join(data['hidden']['traps'])}")
+        for line in data["hidden"]["tests"]:
+            _err.print(f"    {line}")
+        runs = entry.validation.get("runs", [])
+        for run in runs:
+            _err.print(
+                f"  gate {run['name']:<24} score={run['score']:.3f} resolved={run['resolved']}"
+            )
+
+
+@app.command()
+def validate(
+    cache: Annotated[Path, typer.Argument(help="Cache directory.")],
+    run_gates: Annotated[
+        bool, typer.Option("--gates/--no-gates", help="Also re-run the gold gates.")
+    ] = True,
+    workers: Annotated[int, typer.Option(help="Concurrent sandbox verifications.")] = 2,
+    as_json: Annotated[bool, typer.Option("--json", help="Print problems as JSON.")] = False,
+) -> None:
+    """Re-check every scenario's hash (and, by default, its gates). Exit 1 on any problem."""
+    with _errors():
+        store = ScenarioCache(cache)
+        entries = store.entries()
+        problems: dict[str, str] = {}
+        bundles = []
+        for entry in entries:
+            try:
+                bundles.append(store.load(entry.hash, verify=True))
+            except A01GymError as exc:
+                problems[entry.hash] = f"hash: {exc}"
+        if run_gates and bundles:
+            with _progress() as progress:
+                task = progress.add_task("re-gating", total=len(bundles))
+                reports = asyncio.run(_regate(bundles, workers, lambda: progress.advance(task)))
+            for bundle, report in zip(bundles, reports, strict=True):
+                if not report.admitted:
+                    problems[bundle.manifest.content_hash] = f"gates: {report.reason}"
+        if as_json:
+            _emit_json({"checked": len(entries), "problems": problems})
+        for digest, problem in sorted(problems.items()):
+            _err.print(f"[red]{digest[:12]}[/] {problem[:300]}")
+        _err.print(f"{len(entries)} scenarios checked, {len(problems)} problems")
+        if problems:
+            raise typer.Exit(1)
+
+
+async def _regate(bundles: list[Any], workers: int, tick: Callable[[], None]) -> list[Any]:
+    from a01gym.sandbox.local import LocalBackend
+
+    async with LocalBackend(pool_size=workers + 2) as backend:
+        return await gates.gate_many(
+            backend, bundles, workers=workers, seed=7, on_done=lambda *_: tick()
+        )
