@@ -9,6 +9,7 @@ import signal
 import psutil
 import pytest
 
+from a01gym.config import SandboxLimits
 from a01gym.errors import SandboxLostError
 from a01gym.sandbox.local import LocalBackend
 
@@ -58,8 +59,7 @@ async def test_a_crashed_sandbox_is_detected_reported_and_replaced(caplog):
 
 
 async def test_wall_clock_deadline_kills_the_sandbox():
-    async with LocalBackend(pool_size=0) as backend:
-        backend.settings.limits.wall_clock_seconds = 0.5
+    async with LocalBackend(pool_size=0, limits=SandboxLimits(wall_clock_seconds=0.5)) as backend:
         sandbox = await backend.acquire()
         await asyncio.wait_for(sandbox.exited.wait(), 10)
         assert sandbox.exit_reason == "deadline"

@@ -133,7 +133,7 @@ def bwrap_command(read_paths: list[str], write_paths: list[str]) -> list[str]:
     # bwrap makes missing parents 0700, which the sandboxes' uids could not traverse.
     bound = [Path(p) for p in (*read_paths, *write_paths)]
     parents = {a for p in bound for a in p.parents if a != Path("/")}
-    for parent in sorted(parents, key=lambda a: len(a.parts)):
+    for parent in sorted(parents, key=lambda a: (len(a.parts), str(a))):
         if not any(parent == b or b in parent.parents for b in bound):
             command += ["--perms", "0755", "--dir", str(parent)]
     for path in read_paths:

@@ -62,7 +62,7 @@ class LocalBackend:
 
     def __init__(self, settings: SandboxSettings | None = None, **overrides: Any) -> None:
         base = settings or get_settings().sandbox
-        self.settings = base.model_copy(update=overrides) if overrides else base
+        self.settings = base.model_copy(update=overrides, deep=True) if overrides else base
         self.capabilities = isolation.probe(self.settings.filesystem)
         self._root: Path | None = None
         self._zygote: asyncio.subprocess.Process | None = None

@@ -1,0 +1,535 @@
+"""The Kubernetes sandbox backend: one ``Episode`` custom resource per sandbox.
+
+``acquire()`` creates an ``Episode`` (or attaches to one created elsewhere, e.g. with
+``kubectl apply -f examples/episode.yaml``), watches it until the operator reports it
+``Ready``, reads the supervisor's token from the per-pod Secret named in the Episode's
+status, and returns a sandbox whose client talks to the pod's supervisor over TCP.
+``release()`` deletes the Episode; ownerReferences and the operator take the pod and its
+Secret with it.
+
+This module also holds :class:`KubeClient`, a small async REST client on httpx that the
+operator (a higher layer) shares: it needs only get/list/create/patch/delete/watch, and a
+native async client keeps hundreds of concurrent watches cheap where the official
+synchronous client would need a thread each.
+
+How the token reaches the backend: the operator generates a random token per sandbox pod
+and stores it in a Secret named after the pod (key ``token``), mounted read-only into the
+pod as the supervisor's ``--token-file``. The Episode's ``status.tokenSecretName`` names it;
+the gateway's ServiceAccount may ``get`` Secrets in the sandbox namespace, which therefore
+should hold nothing but sandbox tokens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import dataclasses
+import json
+import logging
+import os
+import ssl
+import tempfile
+import time
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import httpx
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from a01gym.errors import ConfigError, SandboxError, SandboxStartError, SandboxTimeoutError
+from a01gym.sandbox.backend import PoolStats
+from a01gym.sandbox.client import SupervisorClient
+
+__all__ = [
+    "EPISODES",
+    "GROUP",
+    "SANDBOXPOOLS",
+    "TOKEN_KEY",
+    "VERSION",
+    "KubeApiError",
+    "KubeClient",
+    "KubeCredentials",
+    "KubernetesBackend",
+    "KubernetesBackendSettings",
+    "KubernetesSandbox",
+]
+
+logger = logging.getLogger(__name__)
+
+GROUP = "a01gym.dev"
+VERSION = "v1alpha1"
+EPISODES = "episodes"
+SANDBOXPOOLS = "sandboxpools"
+TOKEN_KEY = "token"
+"""Key of the supervisor token inside its Secret."""
+
+_SA_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+_TERMINAL = {"Finished", "Failed", "Expired"}
+
+
+class KubeApiError(SandboxError):
+    """The Kubernetes API refused a request; ``status`` is the HTTP status."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        self.status = status
+        self.reason = reason
+        super().__init__(f"Kubernetes API {status} {reason}: {message}")
+
+
+@dataclasses.dataclass(frozen=True)
+class KubeCredentials:
+    """Where the API server is and how to authenticate to it."""
+
+    server: str
+    token: str | None = None
+    token_file: Path | None = None
+    ca_data: str | None = None
+    cert_data: bytes | None = None
+    key_data: bytes | None = None
+    insecure: bool = False
+
+    @classmethod
+    def load(cls, kubeconfig: str | os.PathLike[str] | None = None) -> KubeCredentials:
+        """In-cluster credentials, or the current context of a kubeconfig.
+
+        ``kubeconfig`` defaults to ``$KUBECONFIG`` (first entry), then the in-cluster service
+        account, then ``~/.kube/config``. Read at call time, never at import time.
+
+        Raises:
+            ConfigError: no usable credentials.
+        """
+        path = kubeconfig or (os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or None)
+        if path is None and os.environ.get("KUBERNETES_SERVICE_HOST") and _SA_DIR.exists():
+            host = os.environ["KUBERNETES_SERVICE_HOST"]
+            port = os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+            host = f"[{host}]" if ":" in host else host
+            return cls(
+                server=f"https://{host}:{port}",
+                token_file=_SA_DIR / "token",
+                ca_data=(_SA_DIR / "ca.crt").read_text(),
+            )
+        path = Path(path or Path.home() / ".kube" / "config")
+        try:
+            config = yaml.safe_load(path.read_text())
+            current = config.get("current-context")
+            context = _named(config["contexts"], current)["context"]
+            cluster = _named(config["clusters"], context["cluster"])["cluster"]
+            user = _named(config.get("users") or [], context.get("user"))["user"] or {}
+        except (OSError, KeyError, TypeError, yaml.YAMLError) as exc:
+            raise ConfigError(
+                "kubeconfig", f"cannot use {path}: {exc}", hint="set KUBECONFIG"
+            ) from exc
+        return cls(
+            server=cluster["server"].rstrip("/"),
+            token=user.get("token"),
+            token_file=Path(user["tokenFile"]) if user.get("tokenFile") else None,
+            ca_data=_data(cluster, "certificate-authority", text=True),
+            cert_data=_data(user, "client-certificate"),
+            key_data=_data(user, "client-key"),
+            insecure=bool(cluster.get("insecure-skip-tls-verify")),
+        )
+
+    def bearer(self) -> str | None:
+        """The bearer token, re-read from ``token_file`` (projected tokens rotate)."""
+        if self.token_file is not None:
+            return self.token_file.read_text().strip()
+        return self.token
+
+    def ssl_context(self) -> ssl.SSLContext:
+        context = ssl.create_default_context(cadata=self.ca_data) if self.ca_data else None
+        context = context or ssl.create_default_context()
+        if self.insecure:
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if self.cert_data and self.key_data:
+            with tempfile.TemporaryDirectory() as scratch:
+                cert, key = Path(scratch, "tls.crt"), Path(scratch, "tls.key")
+                cert.write_bytes(self.cert_data)
+                key.write_bytes(self.key_data)
+                key.chmod(0o600)
+                context.load_cert_chain(cert, key)
+        return context
+
+
+def _named(items: list[dict[str, Any]], name: str | None) -> dict[str, Any]:
+    for item in items:
+        if item.get("name") == name:
+            return item
+    if name is None and items:
+        return items[0]
+    raise KeyError(f"no entry named {name!r}")
+
+
+def _data(section: Mapping[str, Any], key: str, *, text: bool = False) -> Any:
+    if section.get(f"{key}-data"):
+        raw = base64.b64decode(section[f"{key}-data"])
+    elif section.get(key):
+        raw = Path(section[key]).read_bytes()
+    else:
+        return None
+    return raw.decode() if text else raw
+
+
+def resource_path(
+    group: str,
+    version: str,
+    plural: str,
+    namespace: str | None = None,
+    name: str | None = None,
+    subresource: str | None = None,
+) -> str:
+    """The REST path of a resource collection, object or subresource."""
+    path = f"/api/{version}" if not group else f"/apis/{group}/{version}"
+    if namespace is not None:
+        path += f"/namespaces/{namespace}"
+    path += f"/{plural}"
+    if name is not None:
+        path += f"/{name}"
+    if subresource is not None:
+        path += f"/{subresource}"
+    return path
+
+
+PatchType = Literal["merge", "json", "strategic"]
+_PATCH_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+}
+
+
+class KubeClient:
+    """Minimal async Kubernetes REST client (JSON only) over one httpx connection pool."""
+
+    def __init__(self, credentials: KubeCredentials, *, timeout_s: float = 30.0) -> None:
+        self.credentials = credentials
+        self._http = httpx.AsyncClient(
+            base_url=credentials.server,
+            verify=credentials.ssl_context(),
+            timeout=timeout_s,
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+        )
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    def _headers(self, content_type: str | None = None) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        if token := self.credentials.bearer():
+            headers["Authorization"] = f"Bearer {token}"
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: Mapping[str, Any] | None = None,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        """Send one request; return the decoded JSON body.
+
+        Raises:
+            KubeApiError: on any status >= 400 (``status`` tells 404 from 409 …).
+            SandboxError: when the API server cannot be reached.
+        """
+        try:
+            response = await self._http.request(
+                method,
+                path,
+                params=params,
+                content=None if body is None else json.dumps(body),
+                headers=self._headers(content_type if body is not None else None),
+            )
+        except httpx.TransportError as exc:
+            raise SandboxError(
+                f"Kubernetes API unreachable ({exc.__class__.__name__}: {exc})"
+            ) from exc
+        if response.status_code >= 400:
+            raise _api_error(response.status_code, response.content)
+        return response.json() if response.content else {}
+
+    async def get(self, path: str) -> dict[str, Any]:
+        return await self.request("GET", path)
+
+    async def list(self, path: str, **params: Any) -> dict[str, Any]:
+        return await self.request("GET", path, params={k: v for k, v in params.items() if v})
+
+    async def create(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        return await self.request("POST", path, body=body)
+
+    async def patch(
+        self, path: str, body: Any, *, patch_type: PatchType = "merge"
+    ) -> dict[str, Any]:
+        return await self.request("PATCH", path, body=body, content_type=_PATCH_TYPES[patch_type])
+
+    async def delete(
+        self, path: str, *, uid: str | None = None, missing_ok: bool = True, **options: Any
+    ) -> dict[str, Any] | None:
+        """Delete one object; with ``uid``, only that incarnation of it."""
+        body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", **options}
+        if uid is not None:
+            body["preconditions"] = {"uid": uid}
+        try:
+            return await self.request("DELETE", path, body=body)
+        except KubeApiError as exc:
+            if missing_ok and exc.status in (404, 409):  # 409: precondition (uid) mismatch
+                return None
+            raise
+
+    async def watch(
+        self, path: str, *, resource_version: str | None = None, timeout_s: int = 300, **params: Any
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """Stream ``(type, object)`` events until the server closes the watch.
+
+        Raises:
+            KubeApiError: on an ``ERROR`` event (410 Gone means: list again).
+        """
+        query = {k: v for k, v in params.items() if v}
+        query.update(watch="1", timeoutSeconds=str(timeout_s), allowWatchBookmarks="true")
+        if resource_version:
+            query["resourceVersion"] = resource_version
+        async with self._http.stream(
+            "GET", path, params=query, headers=self._headers(), timeout=timeout_s + 10
+        ) as response:
+            if response.status_code >= 400:
+                raise _api_error(response.status_code, await response.aread())
+            async for line in response.aiter_lines():
+                if not line:
+                    continue
+                event = json.loads(line)
+                if event["type"] == "ERROR":
+                    status = event["object"]
+                    raise KubeApiError(
+                        status.get("code", 500), status.get("reason", ""), status.get("message", "")
+                    )
+                yield event["type"], event["object"]
+
+
+def _api_error(status: int, content: bytes) -> KubeApiError:
+    try:
+        body = json.loads(content)
+        return KubeApiError(status, body.get("reason", ""), body.get("message", ""))
+    except ValueError:
+        return KubeApiError(status, "", content[:200].decode(errors="replace"))
+
+
+class KubernetesBackendSettings(BaseModel):
+    """How the gateway's Kubernetes backend creates Episodes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: str = Field("default", description="Namespace the Episodes are created in.")
+    pool: str | None = Field(
+        "default", description="SandboxPool to claim warm pods from; None always cold-starts."
+    )
+    ttl_seconds: int = Field(3600, ge=10, le=86400, description="Episode TTL (spec.ttlSeconds).")
+    runtime_class_name: str | None = Field(None, description="RuntimeClass, e.g. gvisor.")
+    ready_timeout_s: float = Field(120.0, gt=0, description="How long acquire() waits.")
+    kubeconfig: Path | None = Field(None, description="Kubeconfig; default: in-cluster/env.")
+    name_prefix: str = Field("ep-", description="generateName prefix of created Episodes.")
+
+
+@dataclasses.dataclass(eq=False)
+class KubernetesSandbox:
+    """A sandbox behind one Episode."""
+
+    id: str
+    uid: str
+    client: SupervisorClient
+    endpoint: str
+    created: bool
+    released: bool = False
+
+    @property
+    def alive(self) -> bool:
+        return not self.released
+
+
+class KubernetesBackend:
+    """Sandboxes as Episode custom resources reconciled by the a01gym operator."""
+
+    def __init__(
+        self,
+        settings: KubernetesBackendSettings | None = None,
+        *,
+        credentials: KubeCredentials | None = None,
+        **overrides: Any,
+    ) -> None:
+        base = settings or KubernetesBackendSettings()
+        self.settings = base.model_copy(update=overrides) if overrides else base
+        self._credentials = credentials
+        self._kube: KubeClient | None = None
+        self._in_use: dict[str, KubernetesSandbox] = {}
+        self._starting = 0
+        self._spawned_total = 0
+        self._failed_total = 0
+
+    async def __aenter__(self) -> KubernetesBackend:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+    @property
+    def kube(self) -> KubeClient:
+        if self._kube is None:
+            raise SandboxError("backend not started", hint="call `await backend.start()` first")
+        return self._kube
+
+    async def start(self) -> None:
+        if self._kube is None:
+            credentials = self._credentials or KubeCredentials.load(self.settings.kubeconfig)
+            self._kube = KubeClient(credentials)
+
+    async def close(self) -> None:
+        """Release (delete) every Episode this backend still holds."""
+        await asyncio.gather(
+            *(self.release(s) for s in list(self._in_use.values())), return_exceptions=True
+        )
+        if self._kube is not None:
+            await self._kube.aclose()
+            self._kube = None
+
+    def _path(self, name: str | None = None) -> str:
+        return resource_path(GROUP, VERSION, EPISODES, self.settings.namespace, name)
+
+    async def acquire(self, name: str | None = None) -> KubernetesSandbox:
+        """A Ready sandbox: a new Episode, or the existing Episode ``name``.
+
+        Raises:
+            SandboxStartError: the Episode failed, expired or does not exist.
+            SandboxTimeoutError: it did not become Ready within ``ready_timeout_s``.
+        """
+        self._starting += 1
+        created = name is None
+        try:
+            if name is None:
+                episode = await self.kube.create(self._path(), self._episode_body())
+                name = episode["metadata"]["name"]
+            else:
+                try:
+                    episode = await self.kube.get(self._path(name))
+                except KubeApiError as exc:
+                    raise SandboxStartError(f"no Episode {name!r}: {exc}") from exc
+            try:
+                episode = await self._wait_ready(episode)
+                token = await self._token(episode)
+            except BaseException:
+                if created:
+                    with contextlib.suppress(SandboxError):
+                        await self.kube.delete(self._path(name), uid=episode["metadata"]["uid"])
+                self._failed_total += 1
+                raise
+        finally:
+            self._starting -= 1
+        endpoint = episode["status"]["endpoint"]
+        sandbox = KubernetesSandbox(
+            id=name,
+            uid=episode["metadata"]["uid"],
+            endpoint=endpoint,
+            created=created,
+            client=SupervisorClient(base_url=f"http://{endpoint}", token=token, sandbox_id=name),
+        )
+        self._in_use[name] = sandbox
+        self._spawned_total += 1
+        return sandbox
+
+    async def release(self, sandbox: KubernetesSandbox) -> None:  # type: ignore[override]
+        """Delete the Episode (only the incarnation we acquired). Idempotent."""
+        if sandbox.released:
+            return
+        sandbox.released = True
+        self._in_use.pop(sandbox.id, None)
+        await sandbox.client.aclose()
+        if self._kube is not None:
+            await self._kube.delete(self._path(sandbox.id), uid=sandbox.uid)
+
+    def stats(self) -> PoolStats:
+        return PoolStats(
+            idle=0,
+            in_use=len(self._in_use),
+            starting=self._starting,
+            crashed_total=self._failed_total,
+            spawned_total=self._spawned_total,
+        )
+
+    def _episode_body(self) -> dict[str, Any]:
+        spec: dict[str, Any] = {"ttlSeconds": self.settings.ttl_seconds}
+        if self.settings.pool:
+            spec["poolRef"] = {"name": self.settings.pool}
+        if self.settings.runtime_class_name:
+            spec["runtimeClassName"] = self.settings.runtime_class_name
+        return {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "Episode",
+            "metadata": {
+                "generateName": self.settings.name_prefix,
+                "labels": {f"{GROUP}/created-by": "gateway"},
+            },
+            "spec": spec,
+        }
+
+    async def _wait_ready(self, episode: dict[str, Any]) -> dict[str, Any]:
+        name = episode["metadata"]["name"]
+        deadline = time.monotonic() + self.settings.ready_timeout_s
+        while True:
+            _check_terminal(episode)
+            if (episode.get("status") or {}).get("phase") == "Ready":
+                return episode
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SandboxTimeoutError(
+                    f"Episode not Ready after {self.settings.ready_timeout_s:.0f}s",
+                    sandbox_id=name,
+                    hint=f"kubectl describe episode {name}; is the operator running?",
+                )
+            try:
+                async with asyncio.timeout(remaining):
+                    async for kind, obj in self.kube.watch(
+                        self._path(),
+                        resource_version=episode["metadata"]["resourceVersion"],
+                        timeout_s=max(1, int(remaining) + 1),
+                        fieldSelector=f"metadata.name={name}",
+                    ):
+                        if kind == "BOOKMARK":
+                            episode["metadata"]["resourceVersion"] = obj["metadata"][
+                                "resourceVersion"
+                            ]
+                            continue
+                        if kind == "DELETED":
+                            raise SandboxStartError("Episode was deleted", sandbox_id=name)
+                        episode = obj
+                        _check_terminal(episode)
+                        if (episode.get("status") or {}).get("phase") == "Ready":
+                            return episode
+            except TimeoutError:
+                continue
+            except KubeApiError as exc:
+                if exc.status != 410:
+                    raise
+                episode = await self.kube.get(self._path(name))
+
+    async def _token(self, episode: dict[str, Any]) -> str:
+        status = episode["status"]
+        secret = await self.kube.get(
+            resource_path("", "v1", "secrets", self.settings.namespace, status["tokenSecretName"])
+        )
+        return base64.b64decode(secret["data"][TOKEN_KEY]).decode()
+
+
+def _check_terminal(episode: dict[str, Any]) -> None:
+    status = episode.get("status") or {}
+    if status.get("phase") in _TERMINAL:
+        ready = next((c for c in status.get("conditions", []) if c.get("type") == "Ready"), {})
+        raise SandboxStartError(
+            f"Episode is {status['phase']}: {ready.get('reason', '?')}: {ready.get('message', '')}",
+            sandbox_id=episode["metadata"]["name"],
+        )
