@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -79,6 +80,14 @@ def alloc(mb: int):
         return {"result": f"allocated {len(blob)}"}
     except MemoryError:
         return {"result": "MemoryError"}
+
+
+@app.get("/swap-database")
+def swap_database():
+    database = os.environ["APP_DB_PATH"]
+    os.remove(database)
+    os.symlink(os.path.join(os.environ["APP_DATA_DIR"], "..", "..", "token"), database)
+    return {"result": "swapped"}
 
 
 @app.get("/spin")
@@ -216,5 +225,20 @@ async def test_spinning_forever_times_out_without_starving_the_host(backend, ido
         assert error.value.code is protocol.ErrorCode.APP_TIMEOUT
         elapsed = await _neighbour_healthy(backend, idor_bundle)
         assert elapsed < 5, f"a neighbour took {elapsed:.1f}s while one sandbox spins"
+    finally:
+        await backend.release(sandbox)
+
+
+async def test_a_database_swapped_for_a_symlink_is_refused(backend):
+    sandbox = await _hostile(backend)
+    try:
+        sqlite3.connect(sandbox.layout.database).close()  # the app would have made it
+        assert (await sandbox.client.query("SELECT 1")).rows == [[1]]
+        _, body = await _get(sandbox, "/swap-database")
+        assert "swapped" in body
+        for call in (sandbox.client.query("SELECT 1"), sandbox.client.seed(protocol.SeedRequest())):
+            with pytest.raises(ControlError, match="not a regular file"):
+                await call
+        assert len(sandbox.layout.token.read_text()) > 20  # the token file is untouched
     finally:
         await backend.release(sandbox)

@@ -11,9 +11,11 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import os
 import shutil
 import socket
 import sqlite3
+import stat
 import time
 import urllib.parse
 from typing import Any
@@ -166,10 +168,27 @@ class Supervisor:
         )
 
     # -- database ----------------------------------------------------------------------------
+    def _database(self) -> str:
+        """The database path, refusing anything but a regular file.
+
+        The app owns ``app/data/`` and could swap the database for a symlink to make the
+        supervisor read or write some other file.
+        """
+        path = self.layout.database
+        try:
+            mode = os.lstat(path).st_mode
+        except FileNotFoundError as exc:
+            raise SupervisorError(
+                ErrorCode.QUERY_FAILED, "no database yet; the app creates it when it starts"
+            ) from exc
+        if not stat.S_ISREG(mode):
+            raise SupervisorError(ErrorCode.QUERY_FAILED, "the database is not a regular file")
+        return str(path)
+
     def seed(self, request: protocol.SeedRequest) -> None:
         """Replace the rows of the listed tables (the app created the schema at startup)."""
         self._require_workspace()
-        connection = sqlite3.connect(self.layout.database, timeout=2.0, isolation_level=None)
+        connection = sqlite3.connect(self._database(), timeout=2.0, isolation_level=None)
         try:
             connection.execute("PRAGMA foreign_keys=OFF")
             existing = {
@@ -212,7 +231,7 @@ class Supervisor:
     def query(self, request: protocol.QueryRequest) -> protocol.QueryResult:
         """Run one read-only statement: read-only open, query_only, and an authorizer."""
         self._require_workspace()
-        uri = "file:" + urllib.parse.quote(str(self.layout.database)) + "?mode=ro"
+        uri = "file:" + urllib.parse.quote(self._database()) + "?mode=ro"
         deadline = time.monotonic() + _QUERY_SECONDS
         try:
             connection = sqlite3.connect(uri, uri=True, timeout=2.0)
