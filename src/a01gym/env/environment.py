@@ -29,10 +29,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from a01gym.env import models, reward, tools
+from a01gym.env import models, reward, tools, warm
 from a01gym.env.logger import EPISODE_ID_PATTERN, EpisodeLog, RunLogger
 from a01gym.env.sampler import CurriculumSampler
-from a01gym.errors import EpisodeError, SandboxError, ScenarioError
+from a01gym.env.warm import WarmSpares
+from a01gym.errors import EpisodeError, SandboxError
 from a01gym.sandbox import protocol, verification
 from a01gym.sandbox.backend import Sandbox, SandboxBackend
 from a01gym.scenario.bundle import Bundle
@@ -93,6 +94,12 @@ class EnvRuntime:
     logger: RunLogger = dataclasses.field(default_factory=lambda: RunLogger(None))
     default_split: str = "train"
     routes: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    spares: WarmSpares | None = None
+
+    async def close(self) -> None:
+        """Release the warm spares (the backend is closed by whoever started it)."""
+        if self.spares is not None:
+            await self.spares.close()
 
 
 @dataclasses.dataclass
@@ -266,25 +273,17 @@ class A01Environment:
             scenario=params.scenario,
         )
         bundle = sampler.load(entry.hash)
-        sandbox = await self.runtime.backend.acquire()
-        try:
-            await sandbox.client.load_workspace(
-                bundle.workspace, entrypoint=bundle.manifest.entrypoint
-            )
-            app = await sandbox.client.restart_app()
-            if app.state is not protocol.AppState.RUNNING:
-                raise ScenarioError(
-                    f"scenario {entry.hash[:12]}: the unmodified app does not start: {app.error}"
-                )
-            await tools.seed_visible_world(sandbox.client, bundle)
-            digest = bundle.manifest.content_hash
-            if digest not in self.runtime.routes:
-                routes = await _fetch_routes(sandbox)
-                if routes is not None:
-                    self.runtime.routes[digest] = routes
-        except BaseException:
-            await self._release(sandbox)
-            raise
+        digest = bundle.manifest.content_hash
+        spares = self.runtime.spares
+        sandbox = spares.take(digest) if spares is not None else None
+        if sandbox is None:
+            sandbox = await warm.prepare(self.runtime.backend, bundle)
+        if digest not in self.runtime.routes:
+            routes = await _fetch_routes(sandbox)
+            if routes is not None:
+                self.runtime.routes[digest] = routes
+        if spares is not None:
+            spares.want(bundle)
         episode_id = params.episode_id or uuid.uuid4().hex
         briefing = self._briefing(bundle)
         episode = _Episode(

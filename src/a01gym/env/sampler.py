@@ -39,6 +39,7 @@ __all__ = [
     "ScenarioSource",
     "Weights",
     "load_weights",
+    "open_source",
 ]
 
 logger = logging.getLogger(__name__)
@@ -152,6 +153,30 @@ class DirectorySource:
             return self._bundles[hash]
         except KeyError:
             raise ScenarioError(f"no scenario with hash {hash[:16]!r}") from None
+
+
+def open_source(path: Path | str) -> ScenarioSource:
+    """The scenario source at ``path``: a folder of bundles, or else a factory cache.
+
+    Raises:
+        ScenarioError: when ``path`` is neither.
+    """
+    path = Path(path)
+    looks_like_bundles = (
+        (path / "manifest.json").is_file()
+        or any((child / "manifest.json").is_file() for child in path.iterdir() if child.is_dir())
+        if path.is_dir()
+        else False
+    )
+    if looks_like_bundles:
+        return DirectorySource(path)
+    try:
+        from a01gym.factory import cache
+    except ImportError as exc:
+        raise ScenarioError(
+            f"{path} holds no bundles and the factory cache is not available ({exc})"
+        ) from exc
+    return cache.ScenarioCache(path)  # type: ignore[no-any-return]
 
 
 def load_weights(path: Path) -> dict[str, float]:

@@ -1,0 +1,270 @@
+"""Runtime benchmark: a real ``a01gym serve`` process driven through the real OpenEnv client.
+
+Measures, over ``/ws`` with ``GenericEnvClient``:
+
+* ``reset_ms_p50`` / ``reset_ms_p99``: resets on one session;
+* ``read_file_ms_p50`` / ``http_request_ms_p50``: steps on one session;
+* ``verify_ms_p50``: hidden grading time reported in the terminal breakdown;
+* ``episodes_per_s``: a scripted agent (reset, ~6 steps, submit) on 16 concurrent sessions;
+* ``sessions_churn_leaks``: open/close 1,000 sessions (a quarter reset an episode, half hang
+  up without a close message), then compare the server's processes, file descriptors, open
+  sessions and sandboxes in use with the baseline. 0 means nothing leaked.
+
+Prints the JSON result and one summary line; ``--json-out FILE`` also writes the JSON.
+
+    python bench/runtime.py --quick --json-out runs/bench/runtime.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import signal
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+from openenv.core.generic_client import GenericEnvClient
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "fixtures" / "idor_notes"
+TARGETS = {
+    "reset_ms_p50": ("<=", 30.0),
+    "reset_ms_p99": ("<=", 120.0),
+    "read_file_ms_p50": ("<=", 3.0),
+    "http_request_ms_p50": ("<=", 6.0),
+    "verify_ms_p50": ("<=", 500.0),
+    "episodes_per_s": (">=", 8.0),
+    "sessions_churn_leaks": ("<=", 0),
+}
+SCRIPT = [
+    {"tool": "list_files"},
+    {"tool": "read_file", "path": "app/routers/notes.py"},
+    {"tool": "search", "pattern": "owner_id"},
+    {"tool": "http_request", "method": "GET", "path": "/notes", "actor": "alice"},
+    {"tool": "http_request", "method": "GET", "path": "/notes", "actor": "bob"},
+    {"tool": "read_file", "path": "app/auth.py"},
+    {"tool": "submit"},
+]
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+
+async def _timed(coro: Any) -> tuple[Any, float]:
+    started = time.perf_counter()
+    result = await coro
+    return result, (time.perf_counter() - started) * 1000
+
+
+async def _latencies(url: str, n: int) -> dict[str, float]:
+    resets, reads, requests = [], [], []
+    async with GenericEnvClient(base_url=url) as env:
+        for i in range(n):
+            _, ms = await _timed(env.reset(seed=i))
+            resets.append(ms)
+            for _ in range(3):
+                result, ms = await _timed(env.step({"tool": "read_file", "path": "app/db.py"}))
+                assert result.observation["error"] is None
+                reads.append(ms)
+                result, ms = await _timed(
+                    env.step(
+                        {
+                            "tool": "http_request",
+                            "method": "GET",
+                            "path": "/notes",
+                            "actor": "alice",
+                        }
+                    )
+                )
+                assert result.observation["error"] is None, result.observation["error"]
+                requests.append(ms)
+    return {
+        "reset_ms_p50": _pct(resets, 0.5),
+        "reset_ms_p99": _pct(resets, 0.99),
+        "read_file_ms_p50": _pct(reads, 0.5),
+        "http_request_ms_p50": _pct(requests, 0.5),
+    }
+
+
+async def _throughput(url: str, episodes: int, sessions: int) -> dict[str, float]:
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(episodes):
+        queue.put_nowait(i)
+    verify: list[float] = []
+    rewards: list[float] = []
+
+    async def worker() -> None:
+        async with GenericEnvClient(base_url=url, message_timeout_s=120) as env:
+            while not queue.empty():
+                seed = queue.get_nowait()
+                await env.reset(seed=1000 + seed)
+                for action in SCRIPT:
+                    result = await env.step(action)
+                breakdown = result.observation["reward_breakdown"]
+                verify.append(breakdown["verify_ms"])
+                rewards.append(result.reward)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(sessions)))
+    elapsed = time.perf_counter() - started
+    return {
+        "episodes_per_s": round(episodes / elapsed, 3),
+        "verify_ms_p50": _pct(verify, 0.5),
+        "throughput_episodes": episodes,
+        "throughput_sessions": sessions,
+        "throughput_mean_reward": round(statistics.fmean(rewards), 4),
+    }
+
+
+def _metric(text: str, name: str, labels: str = "") -> float:
+    pattern = (
+        re.escape(name) + (re.escape("{" + labels + "}") if labels else r"(?:\{\})?") + r" (\S+)"
+    )
+    match = re.search(r"^" + pattern + r"$", text, re.MULTILINE)
+    return float(match.group(1)) if match else 0.0
+
+
+async def _snapshot(url: str, server: psutil.Process, pool_size: int) -> dict[str, int]:
+    """Server resources once the pool has settled back to ``pool_size`` idle sandboxes."""
+    async with httpx.AsyncClient() as http:
+        for _ in range(600):
+            text = (await http.get(url + "/metrics")).text
+            idle = _metric(text, "a01gym_sandbox_pool_sandboxes", 'state="idle"')
+            starting = _metric(text, "a01gym_sandbox_pool_sandboxes", 'state="starting"')
+            spares = _metric(text, "a01gym_env_warm_spares_sandboxes")
+            in_use = _metric(text, "a01gym_sandbox_pool_sandboxes", 'state="in_use"') - spares
+            active = sum(
+                float(v)
+                for v in re.findall(r"^a01gym_gateway_sessions_active\{[^}]*\} (\S+)$", text, re.M)
+            )
+            if idle == pool_size and starting == 0 and in_use == 0 and active == 0:
+                break
+            await asyncio.sleep(0.1)
+    processes = server.children(recursive=True)
+    return {
+        "processes": len(processes),
+        "fds": server.num_fds(),
+        "sandboxes_in_use": int(in_use),
+        "sessions_active": int(active),
+    }
+
+
+async def _churn(url: str, server: psutil.Process, sessions: int, pool_size: int) -> dict[str, Any]:
+    before = await _snapshot(url, server, pool_size)
+    semaphore = asyncio.Semaphore(16)
+
+    async def one(i: int) -> None:
+        async with semaphore:
+            env = GenericEnvClient(base_url=url)
+            await env.connect()
+            if i % 4 == 0:
+                await env.reset(seed=i)
+            if i % 2 == 0:
+                await env.close()
+            else:
+                assert env._ws is not None
+                await env._ws.close()  # hang up without a close message
+
+    await asyncio.gather(*(one(i) for i in range(sessions)))
+    after = await _snapshot(url, server, pool_size)
+    leaks = sum(max(0, after[k] - before[k]) for k in before)
+    return {
+        "sessions_churn_leaks": leaks,
+        "churn_sessions": sessions,
+        "churn_before": before,
+        "churn_after": after,
+    }
+
+
+async def main(args: argparse.Namespace) -> dict[str, Any]:
+    from a01gym.gateway.server import free_port
+
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {
+        **os.environ,
+        "A01GYM_SANDBOX__POOL_SIZE": str(args.pool_size),
+        "A01GYM_GATEWAY__MAX_SESSIONS": "256",
+    }
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "a01gym.cli",
+        "serve",
+        "--port",
+        str(port),
+        "--cache",
+        str(args.cache),
+        "--runs-dir",
+        str(args.runs_dir),
+        env=env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        async with httpx.AsyncClient() as http:
+            for _ in range(600):
+                try:
+                    if (await http.get(url + "/health")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                await asyncio.sleep(0.05)
+        server = psutil.Process(proc.pid)
+        await asyncio.sleep(1.0)
+        result: dict[str, Any] = {"quick": args.quick}
+        result.update(await _latencies(url, args.latency_rounds))
+        result.update(await _throughput(url, args.episodes, args.sessions))
+        result.update(await _churn(url, server, args.churn, args.pool_size))
+    finally:
+        proc.send_signal(signal.SIGTERM)  # the server this script started, by PID
+        await asyncio.wait_for(proc.wait(), 60)
+    result["targets_met"] = {
+        key: (result[key] <= bound if op == "<=" else result[key] >= bound)
+        for key, (op, bound) in TARGETS.items()
+    }
+    return result
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer rounds (about a minute)")
+    parser.add_argument("--json-out", type=Path, help="also write the JSON result here")
+    parser.add_argument("--cache", type=Path, default=FIXTURE, help="scenario source")
+    parser.add_argument("--runs-dir", type=Path, default=Path("/tmp/a01gym-bench-runs"))
+    parser.add_argument("--sessions", type=int, default=16, help="concurrent sessions")
+    parser.add_argument("--pool-size", type=int, default=8, help="warm sandboxes")
+    args = parser.parse_args()
+    args.latency_rounds = 40 if args.quick else 200
+    args.episodes = 64 if args.quick else 320
+    args.churn = 1000
+    result = asyncio.run(main(args))
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text(text + "\n")
+    met = result["targets_met"]
+    print(
+        f"runtime bench: reset p50 {result['reset_ms_p50']} ms / p99 {result['reset_ms_p99']} ms, "
+        f"read_file {result['read_file_ms_p50']} ms, "
+        f"http_request {result['http_request_ms_p50']} ms, "
+        f"verify {result['verify_ms_p50']} ms, {result['episodes_per_s']} episodes/s, "
+        f"leaks {result['sessions_churn_leaks']}; targets met {sum(met.values())}/{len(met)}"
+    )
+
+
+if __name__ == "__main__":
+    cli()

@@ -1,0 +1,1 @@
+"""The OpenEnv gateway: FastAPI app, sessions, auth, metrics. Top layer; imports ``env``."""

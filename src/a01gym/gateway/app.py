@@ -1,0 +1,192 @@
+"""The OpenEnv gateway: ``create_app`` builds the FastAPI app that serves a01gym episodes.
+
+We implement OpenEnv's wire protocol here rather than use ``openenv``'s own ``create_app``,
+because we need things its server does not give us: (1) a typed action union *and* MCP tool
+calls on the same ``/ws`` session, (2) async environments with no per-session thread pools,
+(3) bearer-token auth that works with the header-less stock client, (4) Prometheus metrics,
+capacity errors and idle reaping that release sandboxes, and (5) no gradio in the server
+process. ``openenv-core`` stays a test dependency: the tests drive this app with the real
+``GenericEnvClient`` (async and ``.sync()``), ``MCPToolClient`` and ``openenv validate``.
+The protocol itself is specified in ``research/openenv-protocol.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+
+from a01gym import __version__
+from a01gym.env import models, tools
+from a01gym.env.environment import A01Environment, EnvRuntime
+from a01gym.env.logger import RunLogger
+from a01gym.env.sampler import CurriculumSampler, open_source
+from a01gym.env.warm import WarmSpares
+from a01gym.errors import ConfigError
+from a01gym.gateway.auth import TokenAuth
+from a01gym.gateway.context import GatewayContext
+from a01gym.gateway.metrics import GatewayMetrics
+from a01gym.gateway.routes import http, mcp, ws
+from a01gym.gateway.sessions import EnvFactory, SessionManager
+from a01gym.gateway.settings import GatewaySettings, get_gateway_settings
+from a01gym.sandbox.backend import PoolStats, SandboxBackend
+
+__all__ = ["PROTOCOL_VERSION", "GatewayDeps", "create_app", "runtime_deps"]
+
+logger = logging.getLogger(__name__)
+
+PROTOCOL_VERSION = "1.0.0"
+"""OpenAPI ``info.version``; ``openenv validate`` maps 1.x to the ``openenv-http/1.x`` profile."""
+
+_DESCRIPTION = (
+    "Find and fix broken access control (OWASP A01) in a small FastAPI app: read the code, "
+    "probe it as different users, patch it, submit; hidden tests grade the fix."
+)
+
+
+@dataclasses.dataclass
+class GatewayDeps:
+    """What the app runs on: an environment factory plus hooks around the backend."""
+
+    env_factory: EnvFactory
+    tools: list[dict[str, Any]] = dataclasses.field(default_factory=tools.tool_specs)
+    run_logger: RunLogger | None = None
+    pool_stats: Callable[[], PoolStats | None] | None = None
+    spares: Callable[[], int] | None = None
+    startup: Callable[[], Awaitable[None]] | None = None
+    shutdown: Callable[[], Awaitable[None]] | None = None
+
+
+def runtime_deps(runtime: EnvRuntime, *, own_backend: bool = True) -> GatewayDeps:
+    """Deps for real episodes on ``runtime``; with ``own_backend`` the app starts/closes it."""
+    backend = runtime.backend
+
+    def stats() -> PoolStats | None:
+        try:
+            return backend.stats()
+        except Exception:
+            return None
+
+    async def shutdown() -> None:
+        await runtime.close()
+        if own_backend:
+            await backend.close()
+
+    return GatewayDeps(
+        env_factory=lambda: A01Environment(runtime),
+        run_logger=runtime.logger,
+        pool_stats=stats,
+        spares=lambda: runtime.spares.count if runtime.spares is not None else 0,
+        startup=backend.start if own_backend else None,
+        shutdown=shutdown,
+    )
+
+
+def _backend(settings: GatewaySettings) -> SandboxBackend:
+    if settings.backend == "local":
+        from a01gym.sandbox.local import LocalBackend
+
+        return LocalBackend()
+    raise ConfigError("gateway.backend", f"unknown backend {settings.backend!r}")
+
+
+def _settings_deps(settings: GatewaySettings) -> GatewayDeps:
+    if settings.cache is None:
+        raise ConfigError(
+            "gateway.cache",
+            "no scenario source configured",
+            hint="pass --cache DIR (a factory cache or a folder of bundles)",
+        )
+    backend = _backend(settings)
+    runtime = EnvRuntime(
+        backend=backend,
+        sampler=CurriculumSampler(open_source(settings.cache), weights_path=settings.weights),
+        logger=RunLogger(settings.runs_dir),
+        default_split=settings.split,
+        spares=WarmSpares(backend, per_scenario=2, max_total=settings.warm_spares)
+        if settings.warm_spares > 0
+        else None,
+    )
+    return runtime_deps(runtime)
+
+
+def _readme() -> str | None:
+    path = Path(__file__).resolve().parents[3] / "docs" / "connecting.md"
+    return path.read_text() if path.is_file() else None
+
+
+def create_app(
+    settings: GatewaySettings | None = None, *, deps: GatewayDeps | None = None
+) -> FastAPI:
+    """Build the gateway app.
+
+    Args:
+        settings: process settings; read from ``A01GYM_GATEWAY__*`` when omitted.
+        deps: what to serve; built from ``settings`` (local backend, ``settings.cache``) when
+            omitted. Tests pass their own.
+
+    Raises:
+        ConfigError: when the settings cannot produce a working gateway.
+    """
+    settings = settings or get_gateway_settings()
+    deps = deps or _settings_deps(settings)
+    metrics = GatewayMetrics(deps.pool_stats, deps.spares)
+    sessions = SessionManager(
+        deps.env_factory,
+        max_sessions=settings.max_sessions,
+        idle_timeout_s=settings.idle_timeout_s,
+        metrics=metrics,
+    )
+    ctx = GatewayContext(
+        settings=settings,
+        sessions=sessions,
+        metrics=metrics,
+        tools=deps.tools,
+        run_logger=deps.run_logger,
+        metadata={
+            "name": "a01gym",
+            "description": _DESCRIPTION,
+            "readme_content": _readme(),
+            "version": __version__,
+            "author": "a01gym",
+            "documentation_url": None,
+        },
+        schema={
+            "action": models.ACTION_ADAPTER.json_schema(by_alias=True),
+            "observation": models.A01Observation.model_json_schema(by_alias=True),
+            "state": models.EpisodeState.model_json_schema(),
+        },
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if deps.startup is not None:
+            await deps.startup()
+        sessions.start()
+        logger.info("gateway ready (max %d sessions)", settings.max_sessions)
+        try:
+            yield
+        finally:
+            await sessions.close_all()
+            if deps.shutdown is not None:
+                await deps.shutdown()
+            logger.info("gateway stopped; every session closed")
+
+    app = FastAPI(
+        title="a01gym OpenEnv gateway",
+        version=PROTOCOL_VERSION,
+        description=_DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.ctx = ctx
+    app.include_router(http.router)
+    app.include_router(mcp.router)
+    app.include_router(ws.router)
+    if settings.token is not None:
+        app.add_middleware(TokenAuth, token=settings.token.get_secret_value())
+    return app

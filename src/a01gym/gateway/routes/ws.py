@@ -1,0 +1,184 @@
+"""The ``/ws`` session protocol: what the stock OpenEnv client speaks.
+
+One JSON text frame in, exactly one out, in order; no unsolicited frames except the capacity
+error sent right before closing. Client messages: ``reset`` (``data`` = keyword arguments),
+``step`` (``data`` = the action itself), ``state``, ``close`` (no reply) and ``mcp`` (a JSON-RPC
+request). A step whose ``data`` is ``{"type":"list_tools"}`` or
+``{"type":"call_tool","tool_name","arguments"}`` is an MCP action (``MCPToolClient``). Every
+per-message problem gets an error frame with a protocol code and the socket stays usable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+from typing import Any, Literal
+
+from fastapi import APIRouter, WebSocket
+from pydantic import BaseModel, ConfigDict, Field
+
+from a01gym.gateway import faults
+from a01gym.gateway.context import GatewayContext, tool_result
+from a01gym.gateway.routes import frames, mcp
+from a01gym.gateway.sessions import Session
+
+__all__ = ["handle_message", "router"]
+
+logger = logging.getLogger(__name__)
+
+router = APIRouter()
+
+_CLOSE = object()
+
+
+class _Envelope(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Reset(_Envelope):
+    type: Literal["reset"]
+    data: dict[str, Any] | None = None
+
+
+class _Step(_Envelope):
+    type: Literal["step"]
+    data: Any = Field(...)
+
+
+class _Bare(_Envelope):
+    type: Literal["state", "close"]
+
+
+class _Mcp(_Envelope):
+    type: Literal["mcp"]
+    data: Any = Field(...)
+
+
+class _ListTools(_Envelope):
+    type: Literal["list_tools"]
+
+
+class _CallTool(_Envelope):
+    type: Literal["call_tool"]
+    tool_name: str = Field(min_length=1, max_length=128)
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+_ENVELOPES: dict[str, type[BaseModel]] = {
+    "reset": _Reset,
+    "step": _Step,
+    "state": _Bare,
+    "close": _Bare,
+    "mcp": _Mcp,
+}
+
+
+def _observation(payload: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "observation", "data": payload}
+
+
+def _fault(ctx: GatewayContext, fault: faults.Fault) -> dict[str, Any]:
+    ctx.metrics.protocol_errors.labels(fault.code).inc()
+    return fault.ws()
+
+
+async def handle_message(ctx: GatewayContext, session: Session, text: str) -> Any:
+    """The reply frame for one client frame, or ``_CLOSE``."""
+    try:
+        message = json.loads(text)
+    except ValueError as exc:
+        return _fault(ctx, faults.Fault(faults.INVALID_JSON, 400, f"Invalid JSON: {exc}", -32700))
+    kind = message.get("type") if isinstance(message, dict) else None
+    if isinstance(kind, str) and kind not in _ENVELOPES:
+        return _fault(
+            ctx, faults.Fault(faults.UNKNOWN_TYPE, 400, f"Unknown message type: {kind}", -32601)
+        )
+    try:
+        envelope = _ENVELOPES.get(str(kind), _Step).model_validate(message)
+        match envelope:
+            case _Reset():
+                return _observation(await ctx.reset(session, envelope.data or {}))
+            case _Step():
+                return _observation(await _step(ctx, session, envelope.data))
+            case _Bare(type="state"):
+                session.touch()
+                return {"type": "state", "data": session.env.state().model_dump(mode="json")}
+            case _Bare(type="close"):
+                return _CLOSE
+            case _Mcp():
+                session.touch()
+                return {
+                    "type": "mcp",
+                    "data": await mcp.dispatch(ctx, envelope.data, bound=session),
+                }
+    except Exception as exc:
+        return _fault(ctx, faults.translate(exc))
+    raise AssertionError("unreachable")
+
+
+async def _step(ctx: GatewayContext, session: Session, data: Any) -> dict[str, Any]:
+    kind = data.get("type") if isinstance(data, dict) else None
+    if kind == "list_tools":
+        _ListTools.model_validate(data)
+        session.touch()
+        return {"observation": {"tools": ctx.tools}, "reward": None, "done": False}
+    if kind == "call_tool":
+        call = _CallTool.model_validate(data)
+        wire, error = await ctx.call_tool(session, call.tool_name, call.arguments)
+        return {
+            "observation": {
+                "tool_name": call.tool_name,
+                "result": None if error else tool_result(wire),
+                "error": error,
+            },
+            "reward": wire["reward"],
+            "done": wire["done"],
+        }
+    return await ctx.step(session, data)
+
+
+@router.websocket("/ws")
+async def ws_session(websocket: WebSocket) -> None:
+    """One OpenEnv session per connection; its environment is closed however the socket ends."""
+    ctx: GatewayContext = websocket.app.state.ctx
+    await websocket.accept()
+    try:
+        session = ctx.sessions.open("ws")
+    except Exception as exc:
+        logger.exception("environment factory failed")
+        frame = faults.Fault(faults.FACTORY_ERROR, 500, f"cannot create environment: {exc}", -32000)
+        await websocket.send_text(json.dumps(frame.ws()))
+        await websocket.close(1011)
+        return
+    if session is None:
+        active, limit = ctx.sessions.active, ctx.sessions.max_sessions
+        frame = faults.Fault(
+            faults.CAPACITY_REACHED,
+            503,
+            f"Server at capacity: {active}/{limit} sessions active. Cannot accept new connections.",
+            -32000,
+            {"active_sessions": active, "max_sessions": limit},
+        )
+        ctx.metrics.protocol_errors.labels(frame.code).inc()
+        await websocket.send_text(json.dumps(frame.ws()))
+        await websocket.close(1000)
+        return
+    session.closer = lambda: websocket.close(1000)
+    try:
+        while not session.closed:
+            text = await frames.receive(websocket)
+            if text is None:
+                break
+            reply = await handle_message(ctx, session, text)
+            if reply is _CLOSE:
+                break
+            if session.closed:  # reaped or shut down while the step ran
+                break
+            await websocket.send_text(json.dumps(reply))
+    except Exception as exc:  # the socket went away mid-send
+        logger.debug("session %s transport ended: %s", session.id, exc)
+    finally:
+        await ctx.sessions.close(session)
+        with contextlib.suppress(Exception):
+            await websocket.close(1000)

@@ -1,0 +1,215 @@
+"""Baseline agents for evaluation. They reach environments only through the OpenEnv client.
+
+An :class:`Agent` sees observations (the ``observation`` dicts the client returns) and answers
+with one action dict per turn; :func:`run_episode` drives one episode over a
+``GenericEnvClient`` session. The agents:
+
+* ``noop`` submits at once (the floor: reward 0);
+* ``deny-all`` makes the app refuse every request, then submits (a trap: reward ≤ 0.2);
+* ``reference`` writes the scenario's stored reference fix with ``write_file`` and submits:
+  a sanity upper bound for eval only. It reads the bundle from the scenario cache by the hash
+  in the first observation, so it is never available to training;
+* ``openai`` asks any OpenAI-compatible endpoint for one JSON action per turn, re-asking with
+  the parse error when a reply is not a single JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any, Protocol
+
+from a01gym.env.sampler import ScenarioSource
+
+__all__ = [
+    "AGENT_NAMES",
+    "Agent",
+    "DenyAllAgent",
+    "NoopAgent",
+    "OpenAIAgent",
+    "ReferenceAgent",
+    "parse_action_text",
+]
+
+logger = logging.getLogger(__name__)
+
+AGENT_NAMES = ("noop", "deny-all", "reference", "openai")
+
+Action = dict[str, Any]
+Observation = dict[str, Any]
+
+
+class Agent(Protocol):
+    """Chooses actions. ``start`` gets the reset observation, ``act`` every later one."""
+
+    async def start(self, observation: Observation) -> None: ...
+
+    async def act(self, observation: Observation) -> Action: ...
+
+
+class NoopAgent:
+    """Submits without changing anything."""
+
+    async def start(self, observation: Observation) -> None:
+        pass
+
+    async def act(self, observation: Observation) -> Action:
+        return {"tool": "submit"}
+
+
+_APP_ASSIGNMENT = re.compile(r"^(\w+)\s*=\s*FastAPI\(", re.MULTILINE)
+_DENY_MIDDLEWARE = """
+
+@{app}.middleware("http")
+async def _a01gym_deny_all(request, call_next):
+    from starlette.responses import JSONResponse
+
+    return JSONResponse({{"detail": "forbidden"}}, status_code=403)
+"""
+
+
+class DenyAllAgent:
+    """Finds the file that creates the FastAPI app and adds a middleware refusing everything."""
+
+    def __init__(self) -> None:
+        self._plan: list[Action] = []
+        self._target: str | None = None
+
+    async def start(self, observation: Observation) -> None:
+        files = [f["path"] for f in (observation.get("result") or {}).get("files", [])]
+        self._plan = [{"tool": "search", "pattern": "FastAPI("}]
+        self._candidates = [p for p in files if p.endswith(".py")]
+
+    async def act(self, observation: Observation) -> Action:
+        result = observation.get("result") or {}
+        if "matches" in result and self._target is None:
+            for match in result["matches"]:
+                if _APP_ASSIGNMENT.match(match["text"].strip()):
+                    self._target = match["path"]
+                    return {"tool": "read_file", "path": match["path"]}
+            return {"tool": "submit"}
+        if "content" in result and self._target is not None and result.get("path") == self._target:
+            found = _APP_ASSIGNMENT.search(result["content"])
+            if found is None:
+                return {"tool": "submit"}
+            content = result["content"] + _DENY_MIDDLEWARE.format(app=found.group(1))
+            self._target = ""
+            return {"tool": "write_file", "path": result["path"], "content": content}
+        if self._plan:
+            return self._plan.pop(0)
+        return {"tool": "submit"}
+
+
+class ReferenceAgent:
+    """Writes the stored reference fix through ``write_file``, then submits (eval only)."""
+
+    def __init__(self, source: ScenarioSource) -> None:
+        self.source = source
+        self._plan: list[Action] = []
+
+    async def start(self, observation: Observation) -> None:
+        digest = (observation.get("result") or {}).get("scenario")
+        bundle = self.source.load(str(digest))
+        self._plan = [
+            {"tool": "write_file", "path": path, "content": content}
+            for path, content in sorted(bundle.hidden.reference_fix.files.items())
+            if content is not None
+        ]
+
+    async def act(self, observation: Observation) -> Action:
+        return self._plan.pop(0) if self._plan else {"tool": "submit"}
+
+
+_SYSTEM_PROMPT = """\
+You are a security engineer fixing broken access control (OWASP A01) in a small FastAPI app.
+Each turn, reply with exactly ONE JSON object (no prose, no code fences) choosing a tool:
+{tools}
+Explore the code, reproduce the problem with http_request as different actors, fix it with
+edit_file (exact, unique `old` text) or write_file, check with run_tests, then submit.
+A fix must block every unauthorised access without breaking legitimate use."""
+
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
+
+
+def parse_action_text(text: str) -> Action:
+    """The one JSON action object in a model reply (code fences allowed).
+
+    Raises:
+        ValueError: naming what is wrong, to send back to the model.
+    """
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] or [text]
+    for candidate in candidates:
+        candidate = candidate.strip()
+        start = candidate.find("{")
+        if start < 0:
+            continue
+        try:
+            value, _ = json.JSONDecoder().raw_decode(candidate[start:])
+        except ValueError as exc:
+            raise ValueError(f"not valid JSON: {exc}") from exc
+        if not isinstance(value, dict) or "tool" not in value:
+            raise ValueError("the JSON must be an object with a 'tool' field")
+        return value
+    raise ValueError("no JSON object found in the reply")
+
+
+class OpenAIAgent:
+    """Any OpenAI-compatible chat endpoint; one JSON action per turn."""
+
+    def __init__(
+        self,
+        *,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        temperature: float = 0.2,
+        max_retries: int = 3,
+        max_observation_chars: int = 8000,
+    ) -> None:
+        import openai
+
+        self.client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "unused")
+        self.model = model
+        self.temperature = temperature
+        self.max_retries = max_retries
+        self.max_observation_chars = max_observation_chars
+        self.messages: list[dict[str, str]] = []
+
+    def _observation_text(self, observation: Observation) -> str:
+        text = str(observation.get("output", ""))
+        if len(text) > self.max_observation_chars:
+            text = text[: self.max_observation_chars] + "\n… (truncated)"
+        return text + f"\n\n[{observation.get('steps_left')} steps left]"
+
+    async def start(self, observation: Observation) -> None:
+        tools = "\n".join(
+            f"- {name}" for name in (observation.get("result") or {}).get("tools", [])
+        )
+        self.messages = [
+            {"role": "system", "content": _SYSTEM_PROMPT.format(tools=tools)},
+            {"role": "user", "content": str(observation.get("output", ""))},
+        ]
+
+    async def act(self, observation: Observation) -> Action:
+        if len(self.messages) > 2 or self.messages[-1]["role"] == "assistant":
+            self.messages.append({"role": "user", "content": self._observation_text(observation)})
+        for _ in range(self.max_retries):
+            response = await self.client.chat.completions.create(
+                model=self.model, messages=self.messages, temperature=self.temperature
+            )
+            reply = response.choices[0].message.content or ""
+            self.messages.append({"role": "assistant", "content": reply})
+            try:
+                return parse_action_text(reply)
+            except ValueError as exc:
+                logger.info("unparsable model reply: %s", exc)
+                self.messages.append(
+                    {
+                        "role": "user",
+                        "content": f"Error: {exc}. Reply with exactly one JSON object such as "
+                        '{"tool": "list_files"}.',
+                    }
+                )
+        logger.warning("model gave no parsable action after %d tries; submitting", self.max_retries)
+        return {"tool": "submit"}

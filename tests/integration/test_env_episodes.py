@@ -1,0 +1,292 @@
+"""Real episodes on real sandboxes: reward integrity, hidden-score secrecy, bad input, failures.
+
+Every patch is applied the way an agent would, through ``write_file`` actions, and graded by
+the real hidden verifier on a fresh sandbox with a re-randomised world.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from a01gym.env import environment, sampler
+from a01gym.env.logger import RunLogger
+from a01gym.sandbox.local import LocalBackend
+from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.manifest import Patch
+from a01gym.scenario.scoring import PARTIAL_CREDIT
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "idor_notes"
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def env(backend: LocalBackend, tmp_path: Path) -> AsyncIterator[environment.A01Environment]:
+    runtime = environment.EnvRuntime(
+        backend=backend,
+        sampler=sampler.CurriculumSampler(sampler.DirectorySource(FIXTURE)),
+        logger=RunLogger(tmp_path),
+    )
+    instance = environment.A01Environment(runtime)
+    try:
+        yield instance
+    finally:
+        await instance.close()
+
+
+async def _apply(env: environment.A01Environment, patch: Patch) -> list[dict[str, Any]]:
+    replies = []
+    for path, content in patch.files.items():
+        assert content is not None
+        out = await env.step({"tool": "write_file", "path": path, "content": content})
+        replies.append(out.wire())
+    return replies
+
+
+async def _grade(env: environment.A01Environment, patch: Patch | None) -> dict[str, Any]:
+    await env.reset(seed=11)
+    if patch is not None:
+        for reply in await _apply(env, patch):
+            assert reply["reward"] is None and reply["observation"]["reward_breakdown"] is None
+    final = (await env.step({"tool": "submit"})).wire()
+    assert final["done"] is True
+    return final
+
+
+async def test_reference_fix_scores_one(
+    env: environment.A01Environment, idor_bundle: Bundle
+) -> None:
+    final = await _grade(env, idor_bundle.hidden.reference_fix)
+    breakdown = final["observation"]["reward_breakdown"]
+    assert final["reward"] == 1.0 and breakdown["resolved"] is True
+    assert all(t["ok"] for t in breakdown["tests"])
+    assert {t["id"] for t in breakdown["tests"]} == {t.id for t in idor_bundle.hidden.tests}
+
+
+async def test_no_op_scores_zero(env: environment.A01Environment) -> None:
+    final = await _grade(env, None)
+    assert final["reward"] == 0.0
+    assert final["observation"]["reward_breakdown"]["security"] == 0.0
+
+
+@pytest.mark.parametrize(
+    "trap", ["deny-all", "admin-break", "hardcode-visible-ids", "client-trust", "delete-route"]
+)
+async def test_every_trap_scores_at_most_partial_credit(
+    env: environment.A01Environment, idor_bundle: Bundle, trap: str
+) -> None:
+    final = await _grade(env, idor_bundle.hidden.traps[trap])
+    assert final["reward"] <= PARTIAL_CREDIT
+    assert final["observation"]["reward_breakdown"]["resolved"] is False
+
+
+async def test_hardcoding_visible_ids_passes_visible_tests_but_fails_hidden_ones(
+    env: environment.A01Environment, idor_bundle: Bundle
+) -> None:
+    await env.reset(seed=3)
+    await _apply(env, idor_bundle.hidden.traps["hardcode-visible-ids"])
+    visible = (await env.step({"tool": "run_tests"})).wire()["observation"]
+    assert {t["id"]: t["outcome"] for t in visible["result"]["tests"]} == {
+        "visible-owner-reads": "pass",
+        "visible-peer-read": "fail",  # the visible exploit looks blocked
+    }
+    breakdown = (await env.step({"tool": "submit"})).wire()["observation"]["reward_breakdown"]
+    assert not breakdown["resolved"]
+    assert not all(t["ok"] for t in breakdown["tests"] if t["kind"] == "exploit")
+
+
+async def test_no_tool_reveals_a_score_before_the_terminal_step(
+    env: environment.A01Environment, idor_bundle: Bundle
+) -> None:
+    await env.reset(seed=5)
+    actions: list[Any] = [
+        {"tool": "list_files"},
+        {"tool": "read_file", "path": "app/routers/notes.py"},
+        {"tool": "search", "pattern": "owner_id"},
+        {"tool": "http_request", "method": "GET", "path": "/notes", "actor": "alice"},
+        {"tool": "run_tests"},
+        {"tool": "verify"},
+        {"tool": "reward"},
+        {"tool": "read_file", "path": "../hidden.json"},
+        {"tool": "read_file", "path": "/etc/passwd"},
+        {"tool": "search", "pattern": "hidden"},
+    ]
+    hidden_ids = [t.id for t in idor_bundle.hidden.tests]
+    for action in actions:
+        wire = (await env.step(action)).wire()
+        assert wire["reward"] is None and wire["done"] is False
+        assert wire["observation"]["reward_breakdown"] is None
+        assert not any(test_id in str(wire) for test_id in hidden_ids)
+    for name in ("submit_and_score", "verify", "state"):
+        out, error = await env.call_tool(name, {})
+        assert out.reward is None and error == {
+            "error_type": "tool_not_found",
+            "message": f"Unknown tool: {name!r}",
+        }
+    state = env.state().model_dump()
+    assert state["reward"] is None and "score" not in state
+
+
+async def test_steps_after_done_are_refused(env: environment.A01Environment) -> None:
+    await env.reset(seed=1)
+    await env.step({"tool": "submit"})
+    for action in ({"tool": "list_files"}, {"tool": "submit"}):
+        wire = (await env.step(action)).wire()
+        assert wire["observation"]["error"]["code"] == "episode_done"
+        assert wire["reward"] is None and wire["done"] is True
+
+
+async def test_bad_input_is_an_observation_and_counts_as_invalid(
+    env: environment.A01Environment,
+) -> None:
+    await env.reset(seed=2)
+    big = "x" * (70 * 1024)
+    cases = [
+        ({"tool": "read_file", "path": "../../etc/passwd"}, "path_invalid"),
+        ({"tool": "write_file", "path": "/tmp/evil.py", "content": "x"}, "path_invalid"),
+        ({"tool": "write_file", "path": "app/big.py", "content": big}, "too_large"),
+        (
+            {"tool": "edit_file", "path": "app/routers/notes.py", "old": "connection", "new": "c"},
+            "edit_not_unique",
+        ),
+        (
+            {"tool": "edit_file", "path": "app/routers/notes.py", "old": "not in file", "new": "c"},
+            "edit_not_found",
+        ),
+        ({"tool": "read_file", "path": "app/missing.py"}, "not_found"),
+        (
+            {"tool": "http_request", "method": "GET", "path": "/", "actor": "mallory"},
+            "unknown_actor",
+        ),
+        ({"tool": "launch_missiles"}, "unknown_tool"),
+        ({"tool": "read_file"}, "invalid_action"),
+        ({"tool": "submit", "extra": 1}, "invalid_action"),
+    ]
+    for action, code in cases:
+        wire = (await env.step(action)).wire()
+        assert wire["observation"]["error"]["code"] == code, action
+        assert wire["done"] is False
+    assert env.state().invalid_actions == len(cases)
+    final = (await env.step({"tool": "submit"})).wire()
+    penalties = final["observation"]["reward_breakdown"]["penalties"]
+    assert penalties["invalid_actions"] == pytest.approx(0.1)  # capped by manifest.reward
+
+
+async def test_edit_that_breaks_startup_reports_the_traceback(
+    env: environment.A01Environment,
+) -> None:
+    await env.reset(seed=4)
+    wire = (
+        await env.step(
+            {
+                "tool": "edit_file",
+                "path": "app/main.py",
+                "old": "from",
+                "new": "frm",
+            }
+        )
+    ).wire()
+    if wire["observation"]["error"]["code"] == "edit_not_unique":
+        wire = (
+            await env.step(
+                {"tool": "write_file", "path": "app/main.py", "content": "import nope\n"}
+            )
+        ).wire()
+    observation = wire["observation"]
+    assert observation["error"]["code"] == "app_start_failed"
+    assert "Error" in observation["output"]
+    final = (await env.step({"tool": "submit"})).wire()
+    breakdown = final["observation"]["reward_breakdown"]
+    assert breakdown["app_started"] is False and breakdown["penalties"]["broken_app"] > 0
+    assert final["reward"] < 0
+
+
+async def test_killed_sandbox_is_replaced_and_changes_survive(
+    env: environment.A01Environment, idor_bundle: Bundle, backend: LocalBackend
+) -> None:
+    await env.reset(seed=6)
+    await _apply(env, idor_bundle.hidden.reference_fix)
+    sandbox = env._episode.sandbox  # the test started this backend and its sandboxes
+    assert sandbox is not None
+    os.kill(sandbox.pid, signal.SIGKILL)
+    wire = (await env.step({"tool": "list_files"})).wire()
+    assert wire["observation"]["error"]["code"] == "sandbox_lost"
+    assert "replaced" in wire["observation"]["output"]
+    wire = (await env.step({"tool": "read_file", "path": "app/routers/notes.py"})).wire()
+    assert (
+        wire["observation"]["result"]["content"]
+        in idor_bundle.hidden.reference_fix.files["app/routers/notes.py"]
+    )
+    final = (await env.step({"tool": "submit"})).wire()
+    assert final["reward"] == 1.0
+
+
+async def test_sandbox_is_released_when_an_episode_is_abandoned(
+    env: environment.A01Environment, backend: LocalBackend
+) -> None:
+    before = backend.stats().in_use
+    await env.reset(seed=8)
+    assert backend.stats().in_use == before + 1
+    await env.reset(seed=9)
+    assert backend.stats().in_use == before + 1
+    await env.close()
+    assert backend.stats().in_use == before
+
+
+async def test_episode_log_and_artifacts_are_written(
+    env: environment.A01Environment, tmp_path: Path
+) -> None:
+    await env.reset(seed=10, episode_id="logged-episode")
+    await env.step({"tool": "list_files"})
+    await env.step({"tool": "submit"})
+    files = RunLogger(tmp_path).artifacts("logged-episode")
+    assert files is not None
+    assert files["steps.jsonl"].count("\n") == 4  # reset, 2 steps, episode
+    assert (tmp_path / "episodes" / "logged-episode" / "verification.json").is_file()
+
+
+async def test_warm_spares_serve_repeat_resets_and_are_released(
+    backend: LocalBackend, idor_bundle: Bundle, tmp_path: Path
+) -> None:
+    from a01gym.env.warm import WarmSpares
+
+    baseline = backend.stats().in_use
+    runtime = environment.EnvRuntime(
+        backend=backend,
+        sampler=sampler.CurriculumSampler(sampler.DirectorySource(FIXTURE)),
+        spares=WarmSpares(backend, per_scenario=1, max_total=2),
+    )
+    env = environment.A01Environment(runtime)
+    await env.reset(seed=1)
+    assert runtime.spares is not None
+    for _ in range(200):
+        if runtime.spares.count == 1:
+            break
+        await asyncio.sleep(0.02)
+    assert runtime.spares.count == 1
+    await env.reset(seed=2)  # takes the spare: a pristine, seeded app
+    assert runtime.spares.count == 0
+    wire = (
+        await env.step(
+            {"tool": "http_request", "method": "GET", "path": "/notes", "actor": "alice"}
+        )
+    ).wire()
+    assert wire["observation"]["result"]["status"] == 200
+    final = await _grade_current(env, idor_bundle.hidden.reference_fix)
+    assert final["reward"] == 1.0
+    await env.close()
+    await runtime.close()
+    assert backend.stats().in_use == baseline
+
+
+async def _grade_current(env: environment.A01Environment, patch: Patch) -> dict[str, Any]:
+    await _apply(env, patch)
+    return (await env.step({"tool": "submit"})).wire()
