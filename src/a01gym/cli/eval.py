@@ -131,7 +131,14 @@ def eval_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Evaluate an agent over a split through the OpenEnv client."""
-    from a01gym.training import eval as evaluation
+    try:
+        from a01gym.training import eval as evaluation
+    except ImportError as exc:
+        raise ConfigError(
+            "agent",
+            f"evaluation needs the OpenEnv client ({exc.name} is not installed)",
+            hint="pip install 'a01gym[eval]'",
+        ) from exc
 
     make_agent = make_agent_factory(
         agent, cache=cache, model=model, base_url=base_url, api_key_env=api_key_env
