@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from typing import Annotated, Literal
 
 import typer
 
 from a01gym import __version__
+from a01gym.cli import demo, factory, sandbox, serve
 from a01gym.cli import eval as eval_cli
-from a01gym.cli import sandbox, serve
 from a01gym.cli.logs import configure_logging
 from a01gym.errors import A01GymError
 
@@ -20,13 +19,11 @@ app = typer.Typer(
     help="An OpenEnv RL environment for finding and fixing broken access control (OWASP A01).",
     no_args_is_help=True,
 )
+app.add_typer(factory.app, name="factory")
 app.add_typer(sandbox.app, name="sandbox")
 app.command("serve")(serve.serve)
 app.command("eval")(eval_cli.eval_command)
-if importlib.util.find_spec("a01gym.cli.factory") is not None:
-    from a01gym.cli import factory
-
-    app.add_typer(factory.app, name="factory")
+app.command("demo")(demo.demo_command)
 
 
 @app.callback()
@@ -45,16 +42,6 @@ def _root(
 def version() -> None:
     """Print the version."""
     typer.echo(__version__)
-
-
-@app.command()
-def demo() -> None:
-    """Run the main job on the embedded default (placeholder until the runtime lands)."""
-    typer.echo(
-        "a01gym demo will: build or load a small scenario cache, start the gateway on the local "
-        "sandbox backend, run the baseline agents over the held-out split through the OpenEnv "
-        "client, and write runs/demo/. Until then, `a01gym sandbox check` shows the sandboxes."
-    )
 
 
 def main() -> None:

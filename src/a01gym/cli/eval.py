@@ -24,7 +24,7 @@ from rich.table import Table
 
 from a01gym.errors import ConfigError
 
-__all__ = ["eval_command", "make_agent_factory"]
+__all__ = ["eval_command", "gateway_for", "make_agent_factory", "summary_table"]
 
 _console = Console(stderr=True)
 
@@ -64,9 +64,10 @@ def make_agent_factory(
 
 
 @contextlib.asynccontextmanager
-async def _gateway(
+async def gateway_for(
     url: str | None, cache: Path | None, runs_dir: Path | None
 ) -> AsyncIterator[str]:
+    """Yield ``url``, or start a gateway in-process on ``cache`` and yield its URL."""
     if url:
         yield url
         return
@@ -81,7 +82,7 @@ async def _gateway(
         yield started
 
 
-def _table(summary: Any) -> Table:
+def summary_table(summary: Any) -> Table:
     table = Table(title=f"a01gym eval: {summary.agent} on {summary.split}")
     for column in ("family", "episodes", "mean reward", "security", "regression", "resolved"):
         table.add_column(column, justify="right" if column != "family" else "left")
@@ -154,7 +155,7 @@ def eval_command(
 
     async def main() -> Any:
         started = time.perf_counter()
-        async with _gateway(url, cache, out / "runs") as base:
+        async with gateway_for(url, cache, out / "runs") as base:
             records = await evaluation.run_eval(
                 base,
                 make_agent,
@@ -173,7 +174,7 @@ def eval_command(
     finally:
         jsonl.close()
     (out / "summary.json").write_text(json.dumps(dataclasses.asdict(summary), indent=2))
-    _console.print(_table(summary))
+    _console.print(summary_table(summary))
     _console.print(f"wrote {out / 'episodes.jsonl'} and {out / 'summary.json'}")
     if json_output:
         typer.echo(json.dumps(dataclasses.asdict(summary)))
