@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 import typer
 
 from a01gym import __version__
-from a01gym.cli import demo, factory, sandbox, serve
+from a01gym.cli import demo, factory, operator, sandbox, serve
 from a01gym.cli import eval as eval_cli
 from a01gym.cli.logs import configure_logging
 from a01gym.errors import A01GymError
@@ -20,6 +20,7 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 app.add_typer(factory.app, name="factory")
+app.add_typer(operator.app, name="operator")
 app.add_typer(sandbox.app, name="sandbox")
 app.command("serve")(serve.serve)
 app.command("eval")(eval_cli.eval_command)

@@ -15,11 +15,13 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
+from pydantic import ValidationError
 
 from a01gym import __version__
 from a01gym.env import models, tools
@@ -92,6 +94,19 @@ def _backend(settings: GatewaySettings) -> SandboxBackend:
         from a01gym.sandbox.local import LocalBackend
 
         return LocalBackend()
+    if settings.backend == "kubernetes":
+        from a01gym.sandbox.kubernetes import KubernetesBackend, KubernetesBackendSettings
+
+        prefix = "A01GYM_KUBERNETES__"
+        values = {
+            k[len(prefix) :].lower(): v for k, v in os.environ.items() if k.startswith(prefix)
+        }
+        try:
+            return KubernetesBackend(KubernetesBackendSettings.model_validate(values))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = prefix + "_".join(str(p) for p in first["loc"]).upper()
+            raise ConfigError(field, first["msg"]) from exc
     raise ConfigError("gateway.backend", f"unknown backend {settings.backend!r}")
 
 

@@ -42,7 +42,11 @@ class GatewaySettings(BaseSettings):
         ge=0,
         description="Sessions idle this long are closed and their sandboxes released; 0 never.",
     )
-    backend: Literal["local"] = Field("local", description="Where sandboxes run.")
+    backend: Literal["local", "kubernetes"] = Field(
+        "local",
+        description="Where sandboxes run: local processes, or pods of the a01gym operator "
+        "(configured by A01GYM_KUBERNETES__* variables).",
+    )
     cache: Path | None = Field(
         None,
         description="Scenario source: a factory cache directory, or a directory of bundles.",

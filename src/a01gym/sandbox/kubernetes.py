@@ -239,18 +239,24 @@ class KubeClient:
             KubeApiError: on any status >= 400 (``status`` tells 404 from 409 …).
             SandboxError: when the API server cannot be reached.
         """
-        try:
-            response = await self._http.request(
-                method,
-                path,
-                params=params,
-                content=None if body is None else json.dumps(body),
-                headers=self._headers(content_type if body is not None else None),
-            )
-        except httpx.TransportError as exc:
-            raise SandboxError(
-                f"Kubernetes API unreachable ({exc.__class__.__name__}: {exc})"
-            ) from exc
+        for attempt in range(8):
+            try:
+                response = await self._http.request(
+                    method,
+                    path,
+                    params=params,
+                    content=None if body is None else json.dumps(body),
+                    headers=self._headers(content_type if body is not None else None),
+                )
+            except httpx.TransportError as exc:
+                raise SandboxError(
+                    f"Kubernetes API unreachable ({exc.__class__.__name__}: {exc})"
+                ) from exc
+            if response.status_code != 429 or attempt == 7:
+                break
+            # API Priority and Fairness pushed back: honour Retry-After (capped), with backoff.
+            retry_after = float(response.headers.get("Retry-After", "1") or 1)
+            await asyncio.sleep(min(retry_after, 0.05 * 2**attempt))
         if response.status_code >= 400:
             raise _api_error(response.status_code, response.content)
         return response.json() if response.content else {}

@@ -1,0 +1,120 @@
+"""Benchmark the Kubernetes path on the local control plane with the process kubelet.
+
+Measures, through the gateway's ``KubernetesBackend`` (create Episode -> Ready -> token):
+``warm_ready_ms_p50`` (claim from a SandboxPool), ``cold_ready_ms_p50`` (no pool), and a
+burst: 500 Episodes against a pool of 50, then delete all; ``burst_500_s`` is the wall time
+and ``burst_500_orphans`` the sandbox pods/token Secrets still left 30 s after the deletes.
+
+    python bench/k8s.py --quick --json-out FILE
+
+Needs ``tools/envtest.sh`` to have run (etcd, kube-apiserver, kube-controller-manager, helm).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration" / "k8s"))
+
+from apihelpers import Api
+from stack import Stack
+
+from a01gym.sandbox.kubernetes import KubeClient, KubeCredentials, KubernetesBackend
+
+
+async def _acquire_ms(backend: KubernetesBackend) -> float:
+    started = time.perf_counter()
+    sandbox = await backend.acquire()
+    elapsed = (time.perf_counter() - started) * 1000
+    await backend.release(sandbox)
+    return elapsed
+
+
+async def _leftovers(api: Api) -> int:
+    pods = await api.pods("a01gym.dev/component=sandbox")
+    claimed = [p for p in pods if p["metadata"]["labels"].get("a01gym.dev/state") == "claimed"]
+    listing = await api.kube.list(
+        api.path("secrets"), labelSelector="a01gym.dev/component=sandbox-token"
+    )
+    live = {p["metadata"]["name"] for p in pods}
+    stray = [s for s in listing["items"] if s["metadata"]["name"] not in live]
+    return len(claimed) + len(stray)
+
+
+async def run(stack: Stack, samples: int, burst: int, burst_pool: int) -> dict[str, float]:
+    kube = KubeClient(KubeCredentials.load(stack.admin_kubeconfig))
+    api = Api(kube, stack.namespace)
+    results: dict[str, float] = {}
+    try:
+        await api.create_pool("bench", 2)
+        await api.wait_pool("bench", 2, timeout_s=60)
+        async with KubernetesBackend(
+            namespace=stack.namespace, pool="bench", kubeconfig=stack.gateway_kubeconfig
+        ) as warm:
+            warm_ms = []
+            for _ in range(samples):
+                await api.wait_pool("bench", 2, timeout_s=60)
+                warm_ms.append(await _acquire_ms(warm))
+        async with KubernetesBackend(
+            namespace=stack.namespace, pool=None, kubeconfig=stack.gateway_kubeconfig
+        ) as cold:
+            cold_ms = [await _acquire_ms(cold) for _ in range(max(3, samples // 2))]
+        await kube.delete(api.path("sandboxpools", "bench"))
+        results["warm_ready_ms_p50"] = round(statistics.median(warm_ms), 1)
+        results["warm_ready_ms_p90"] = round(sorted(warm_ms)[int(len(warm_ms) * 0.9) - 1], 1)
+        results["cold_ready_ms_p50"] = round(statistics.median(cold_ms), 1)
+
+        await api.create_pool("burst", burst_pool)
+        await api.wait_pool("burst", burst_pool, timeout_s=120)
+        async with KubernetesBackend(
+            namespace=stack.namespace,
+            pool="burst",
+            kubeconfig=stack.gateway_kubeconfig,
+            ready_timeout_s=120,
+        ) as backend:
+            started = time.perf_counter()
+            sandboxes = await asyncio.gather(*(backend.acquire() for _ in range(burst)))
+            ready_s = time.perf_counter() - started
+            await asyncio.gather(*(backend.release(s) for s in sandboxes))
+            while await _leftovers(api):
+                await asyncio.sleep(0.25)
+                if time.perf_counter() - started > 300:
+                    break
+            results[f"burst_{burst}_s"] = round(time.perf_counter() - started, 1)
+            results[f"burst_{burst}_ready_s"] = round(ready_s, 1)
+        await asyncio.sleep(30 if burst >= 100 else 5)
+        results[f"burst_{burst}_orphans"] = await _leftovers(api)
+        await kube.delete(api.path("sandboxpools", "burst"))
+    finally:
+        await kube.aclose()
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer latency samples")
+    parser.add_argument("--burst", type=int, default=500)
+    parser.add_argument("--burst-pool", type=int, default=50)
+    parser.add_argument("--json-out", type=Path)
+    args = parser.parse_args()
+    samples = 10 if args.quick else 40
+    workdir = Path(tempfile.mkdtemp(prefix="a01gym-bench-k8s-"))
+    stack = Stack(workdir, namespace="bench").start()
+    try:
+        results = asyncio.run(run(stack, samples, args.burst, args.burst_pool))
+    finally:
+        stack.stop()
+    if args.json_out:
+        args.json_out.write_text(json.dumps(results, indent=2) + "\n")
+    print(" ".join(f"{k}={v}" for k, v in results.items()))
+
+
+if __name__ == "__main__":
+    main()

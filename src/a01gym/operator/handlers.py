@@ -1,0 +1,121 @@
+"""Thin kopf handlers, named ``<kind>_<event>``: each hands its event to the reconciler.
+
+Only event handlers and one index are used, never kopf's change-detecting handlers, so
+kopf writes no finalizers, progress annotations or last-handled-configuration into our
+objects: the state lives in ``status`` and in pod labels, where a restarted operator (or a
+human with kubectl) can read it. The pod index exists for its side effect: kopf holds back
+every handler until indexes are populated, so no Episode is reconciled against a half-loaded
+view of the pods.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from a01gym.operator import labels
+from a01gym.operator.metrics import OperatorMetrics
+from a01gym.operator.reconciler import Reconciler
+from a01gym.operator.settings import OperatorSettings
+from a01gym.sandbox.kubernetes import (
+    EPISODES,
+    GROUP,
+    SANDBOXPOOLS,
+    VERSION,
+    KubeClient,
+    KubeCredentials,
+)
+
+__all__ = [
+    "episode_event",
+    "operator_cleanup",
+    "operator_login",
+    "operator_probe",
+    "operator_startup",
+    "pod_event",
+    "pod_index",
+    "sandboxpool_event",
+]
+
+logger = logging.getLogger(__name__)
+
+_SANDBOX_PODS = {labels.COMPONENT: labels.COMPONENT_SANDBOX}
+
+
+def _settings(memo: Any) -> OperatorSettings:
+    return memo["operator_settings"]
+
+
+@kopf.on.login()
+def operator_login(memo: kopf.Memo, **_: Any) -> kopf.ConnectionInfo:
+    """Log kopf in with the same credentials as our own client (no KUBECONFIG-at-import trap)."""
+    creds = KubeCredentials.load(_settings(memo).kubeconfig)
+    return kopf.ConnectionInfo(
+        server=creds.server,
+        ca_data=creds.ca_data.encode() if creds.ca_data else None,
+        insecure=creds.insecure,
+        scheme="Bearer" if creds.bearer() else None,
+        token=creds.bearer(),
+        certificate_data=creds.cert_data,
+        private_key_data=creds.key_data,
+        default_namespace=_settings(memo).namespace,
+    )
+
+
+@kopf.on.startup()
+async def operator_startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **_: Any) -> None:
+    config = _settings(memo)
+    settings.peering.standalone = True
+    settings.scanning.disabled = True
+    settings.posting.level = logging.WARNING
+    settings.persistence.finalizer = labels.PREFIX + "kopf-finalizer"
+    settings.persistence.progress_storage = kopf.AnnotationsProgressStorage(prefix="a01gym.dev")
+    settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(
+        prefix="a01gym.dev", key="last-handled-configuration"
+    )
+    settings.watching.server_timeout = 300
+    settings.watching.client_timeout = 330
+    settings.watching.connect_timeout = 10
+    metrics = memo.get("metrics") or OperatorMetrics()
+    kube = KubeClient(KubeCredentials.load(config.kubeconfig))
+    reconciler = Reconciler(kube, config, metrics)
+    await reconciler.start()
+    memo["reconciler"] = reconciler
+    logger.info("operator started in namespace %s", config.namespace)
+
+
+@kopf.on.cleanup()
+async def operator_cleanup(memo: kopf.Memo, **_: Any) -> None:
+    reconciler: Reconciler | None = memo.get("reconciler")
+    if reconciler is not None:
+        await reconciler.stop()
+        await reconciler.kube.aclose()
+
+
+@kopf.on.probe(id="store")
+def operator_probe(memo: kopf.Memo, **_: Any) -> dict[str, int]:
+    reconciler: Reconciler = memo["reconciler"]
+    store = reconciler.store
+    return {"pods": len(store.pods), "episodes": len(store.episodes), "pools": len(store.pools)}
+
+
+@kopf.index("v1", "pods", labels=_SANDBOX_PODS)
+def pod_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    memo["reconciler"].store.put_pod(dict(body))
+
+
+@kopf.on.event("v1", "pods", labels=_SANDBOX_PODS)
+async def pod_event(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    await memo["reconciler"].on_pod(type, dict(body))
+
+
+@kopf.on.event(GROUP, VERSION, EPISODES)
+async def episode_event(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    await memo["reconciler"].on_episode(type, dict(body))
+
+
+@kopf.on.event(GROUP, VERSION, SANDBOXPOOLS)
+async def sandboxpool_event(type: str | None, body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+    await memo["reconciler"].on_pool(type, dict(body))

@@ -1,0 +1,49 @@
+"""Run the operator: Prometheus endpoint, then kopf in this thread's own event loop.
+
+kopf is started with :func:`kopf.operator` rather than its CLI so the process settings,
+the namespace (a namespaced operator needs only a Role) and the stop/ready flags come from
+us; tests and ``a01gym operator`` share this one entry point.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+
+import kopf
+from prometheus_client import start_http_server
+
+from a01gym.operator import handlers
+from a01gym.operator.metrics import OperatorMetrics
+from a01gym.operator.settings import OperatorSettings, get_operator_settings
+
+__all__ = ["run"]
+
+logger = logging.getLogger(__name__)
+
+
+def run(
+    settings: OperatorSettings | None = None,
+    *,
+    stop_flag: threading.Event | None = None,
+    ready_flag: threading.Event | None = None,
+) -> None:
+    """Run until stopped (SIGINT/SIGTERM, or ``stop_flag``)."""
+    settings = settings or get_operator_settings()
+    assert handlers.__all__  # importing the module registers the handlers
+    metrics = OperatorMetrics()
+    if settings.metrics_port:
+        start_http_server(settings.metrics_port, settings.metrics_host)
+    memo = kopf.Memo(operator_settings=settings, metrics=metrics)
+    asyncio.run(
+        kopf.operator(
+            standalone=True,
+            clusterwide=False,
+            namespaces=[settings.namespace],
+            liveness_endpoint=settings.liveness_endpoint,
+            memo=memo,
+            stop_flag=stop_flag,
+            ready_flag=ready_flag,
+        )
+    )

@@ -1,0 +1,138 @@
+"""The operator's in-memory view of its objects, fed by watch events.
+
+Reads come from here so a claim never has to LIST the pool; writes go to the API server and
+the returned object is folded back in at once, so the next reconcile sees its own write
+before the watch event arrives. Every entry carries its resourceVersion; an older event
+never overwrites a newer write.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+from a01gym.operator import labels
+
+__all__ = ["PodView", "Store"]
+
+
+@dataclasses.dataclass(frozen=True)
+class PodView:
+    """What the operator needs to know about one sandbox pod."""
+
+    name: str
+    uid: str
+    resource_version: str
+    labels: dict[str, str]
+    phase: str
+    ready: bool
+    ip: str | None
+    deleting: bool
+    created: str
+    start_time: str | None
+    active_deadline_s: int | None
+
+    @classmethod
+    def from_body(cls, body: dict[str, Any]) -> PodView:
+        meta, status = body["metadata"], body.get("status") or {}
+        ready = any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in status.get("conditions") or []
+        )
+        return cls(
+            name=meta["name"],
+            uid=meta["uid"],
+            resource_version=meta["resourceVersion"],
+            labels=dict(meta.get("labels") or {}),
+            phase=status.get("phase") or "Pending",
+            ready=ready,
+            ip=status.get("podIP"),
+            deleting=bool(meta.get("deletionTimestamp")),
+            created=meta.get("creationTimestamp", ""),
+            start_time=status.get("startTime"),
+            active_deadline_s=(body.get("spec") or {}).get("activeDeadlineSeconds"),
+        )
+
+    @property
+    def pool(self) -> str | None:
+        return self.labels.get(labels.POOL)
+
+    @property
+    def episode_uid(self) -> str | None:
+        return self.labels.get(labels.EPISODE_UID)
+
+    @property
+    def idle(self) -> bool:
+        return self.labels.get(labels.STATE) == labels.STATE_IDLE and not self.deleting
+
+    @property
+    def claimable(self) -> bool:
+        return self.idle and self.ready and bool(self.ip) and self.phase == "Running"
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+
+def _newer(new: str, old: str) -> bool:
+    if new.isdigit() and old.isdigit():
+        return int(new) >= int(old)
+    return True
+
+
+class Store:
+    """Pods, Episodes and SandboxPools of one namespace, by name."""
+
+    def __init__(self) -> None:
+        self.pods: dict[str, PodView] = {}
+        self.episodes: dict[str, dict[str, Any]] = {}
+        self.pools: dict[str, dict[str, Any]] = {}
+        self.reserved: set[str] = set()
+        """Idle pods with a claim in flight in this process (skipped by other claims)."""
+
+    # -- pods --------------------------------------------------------------------------------
+    def put_pod(self, body: dict[str, Any]) -> PodView:
+        view = PodView.from_body(body)
+        old = self.pods.get(view.name)
+        if (
+            old is None
+            or old.uid != view.uid
+            or _newer(view.resource_version, old.resource_version)
+        ):
+            self.pods[view.name] = view
+        return self.pods[view.name]
+
+    def drop_pod(self, name: str, uid: str | None = None) -> None:
+        old = self.pods.get(name)
+        if old is not None and (uid is None or old.uid == uid):
+            del self.pods[name]
+
+    def pods_of_episode(self, uid: str) -> list[PodView]:
+        return [p for p in self.pods.values() if p.episode_uid == uid]
+
+    def pods_of_pool(self, pool: str) -> Iterator[PodView]:
+        return (p for p in self.pods.values() if p.pool == pool)
+
+    def claimable(self, pool: str) -> list[PodView]:
+        """Idle, Ready pods of ``pool`` not already being claimed here, oldest first."""
+        found = [p for p in self.pods_of_pool(pool) if p.claimable and p.name not in self.reserved]
+        return sorted(found, key=lambda p: p.created)
+
+    # -- custom objects ----------------------------------------------------------------------
+    def put_object(self, table: dict[str, dict[str, Any]], body: dict[str, Any]) -> dict[str, Any]:
+        name, rv = body["metadata"]["name"], body["metadata"]["resourceVersion"]
+        old = table.get(name)
+        if (
+            old is None
+            or old["metadata"]["uid"] != body["metadata"]["uid"]
+            or _newer(rv, old["metadata"]["resourceVersion"])
+        ):
+            table[name] = body
+        return table[name]
+
+    def episode_by_uid(self, uid: str) -> dict[str, Any] | None:
+        for body in self.episodes.values():
+            if body["metadata"]["uid"] == uid:
+                return body
+        return None

@@ -1,0 +1,285 @@
+"""A process kubelet: runs sandbox pods as local processes, each on its own 127.x address.
+
+It watches sandbox pods in one namespace, binds unscheduled ones to itself, materialises
+their volumes (emptyDirs as directories, Secrets fetched from the API server), rewrites the
+container's paths onto those directories, forks the container's command (a supervisor; the
+module is imported once here, so each pod costs a fork, not an interpreter start), probes
+``/healthz`` like the readiness probe would, and reports Running/Ready with the pod IP.
+Deleting a pod kills its process group; a process that exits turns the pod Failed/Succeeded.
+
+Run: ``python kubelet.py --kubeconfig K --namespace NS --root DIR``. Stop with SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import datetime
+import itertools
+import os
+import shutil
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from a01gym.sandbox import control
+from a01gym.sandbox.kubernetes import KubeApiError, KubeClient, KubeCredentials
+
+NODE = "process-kubelet"
+
+
+def _now() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class ProcessKubelet:
+    def __init__(self, kube: KubeClient, namespace: str, root: Path, ip_prefix: str) -> None:
+        self.kube, self.ns, self.root = kube, namespace, root
+        self.running: dict[str, tuple[int, Path]] = {}  # pod uid -> (pid, dir)
+        self.names: dict[str, str] = {}  # pod uid -> name
+        self.starting: set[str] = set()
+        a, b = ip_prefix.split(".")
+        self.ips = (f"{a}.{b}.{i // 250}.{i % 250 + 2}" for i in itertools.count())
+        self.http = httpx.AsyncClient(timeout=1.0)
+
+    def path(self, name: str = "", sub: str = "") -> str:
+        return f"/api/v1/namespaces/{self.ns}/pods" + (f"/{name}" if name else "") + sub
+
+    async def run(self) -> None:
+        monitor = asyncio.create_task(self.monitor())
+        try:
+            while True:
+                listing = await self.kube.list(
+                    self.path(), labelSelector="a01gym.dev/component=sandbox"
+                )
+                for pod in listing["items"]:
+                    await self.handle("ADDED", pod)
+                rv = listing["metadata"]["resourceVersion"]
+                try:
+                    async for kind, pod in self.kube.watch(
+                        self.path(),
+                        resource_version=rv,
+                        labelSelector="a01gym.dev/component=sandbox",
+                    ):
+                        if kind != "BOOKMARK":
+                            await self.handle(kind, pod)
+                except (KubeApiError, httpx.HTTPError):
+                    await asyncio.sleep(0.2)
+        finally:
+            monitor.cancel()
+
+    async def handle(self, kind: str, pod: dict[str, Any]) -> None:
+        meta = pod["metadata"]
+        uid, name = meta["uid"], meta["name"]
+        if kind == "DELETED":
+            self.kill(uid)
+            return
+        if meta.get("deletionTimestamp"):
+            self.kill(uid)
+            with contextlib.suppress(KubeApiError):
+                await self.kube.delete(self.path(name), uid=uid, gracePeriodSeconds=0)
+            return
+        if uid in self.running or uid in self.starting:
+            return
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return
+        self.starting.add(uid)
+        asyncio.get_running_loop().create_task(self.start(pod))
+
+    async def start(self, pod: dict[str, Any]) -> None:
+        meta, spec = pod["metadata"], pod["spec"]
+        uid, name = meta["uid"], meta["name"]
+        try:
+            if not spec.get("nodeName"):
+                binding = {
+                    "apiVersion": "v1",
+                    "kind": "Binding",
+                    "metadata": {"name": name},
+                    "target": {"apiVersion": "v1", "kind": "Node", "name": NODE},
+                }
+                await self.kube.create(self.path(name, "/binding"), binding)
+            ip = next(self.ips)
+            workdir = self.root / f"{name}-{uid[:8]}"
+            mounts = await self.volumes(spec, workdir)
+            container = spec["containers"][0]
+            argv = [*container.get("command", []), *container.get("args", [])]
+            argv = [sys.executable if a == "python" else _remap(a, mounts) for a in argv]
+            if argv[1:3] != ["-m", "a01gym.sandbox.control"]:
+                raise RuntimeError(f"unsupported container command {argv}")
+            pid = _fork([*argv[3:], "--host", ip], workdir / "container.log")
+            self.running[uid] = (pid, workdir)
+            self.names[uid] = name
+            port = container["ports"][0]["containerPort"]
+            for _ in range(200):
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await self.http.get(f"http://{ip}:{port}/healthz")).status_code == 200:
+                        break
+                await asyncio.sleep(0.02)
+            now = _now()
+            ready = [
+                {"type": t, "status": "True", "lastTransitionTime": now}
+                for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+            ]
+            status = {
+                "phase": "Running",
+                "podIP": ip,
+                "podIPs": [{"ip": ip}],
+                "hostIP": "127.0.0.1",
+                "startTime": now,
+                "conditions": ready,
+                "containerStatuses": [
+                    {
+                        "name": container["name"],
+                        "image": container["image"],
+                        "imageID": "",
+                        "ready": True,
+                        "started": True,
+                        "restartCount": 0,
+                        "state": {"running": {"startedAt": now}},
+                    }
+                ],
+            }
+            await self.kube.patch(self.path(name, "/status"), {"status": status})
+        except KubeApiError as exc:
+            if exc.status != 404:
+                print(f"kubelet: pod {name}: {exc}", file=sys.stderr, flush=True)
+            self.kill(uid)
+        finally:
+            self.starting.discard(uid)
+
+    async def volumes(self, spec: dict[str, Any], workdir: Path) -> dict[str, Path]:
+        local: dict[str, Path] = {}
+        for volume in spec.get("volumes", []):
+            target = workdir / "volumes" / volume["name"]
+            target.mkdir(parents=True, exist_ok=True)
+            if "secret" in volume:
+                source = volume["secret"]
+                for _ in range(100):  # like the kubelet: wait for the Secret to exist
+                    try:
+                        secret = await self.kube.get(
+                            f"/api/v1/namespaces/{self.ns}/secrets/{source['secretName']}"
+                        )
+                        break
+                    except KubeApiError as exc:
+                        if exc.status != 404:
+                            raise
+                        await asyncio.sleep(0.05)
+                else:
+                    raise RuntimeError(f"secret {source['secretName']} never appeared")
+                items = source.get("items") or [{"key": k, "path": k} for k in secret["data"]]
+                for item in items:
+                    path = target / item["path"]
+                    path.write_bytes(base64.b64decode(secret["data"][item["key"]]))
+                    path.chmod(source.get("defaultMode", 0o644) & 0o777)
+            local[volume["name"]] = target
+        mounts = {}
+        for mount in spec["containers"][0].get("volumeMounts", []):
+            mounts[mount["mountPath"]] = local[mount["name"]]
+        return mounts
+
+    def kill(self, uid: str) -> None:
+        entry = self.running.pop(uid, None)
+        self.names.pop(uid, None)
+        if entry is None:
+            return
+        pid, workdir = entry
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    async def monitor(self) -> None:
+        """Reap children; a container that exits on its own ends its pod."""
+        while True:
+            await asyncio.sleep(0.2)
+            for uid, (pid, _) in list(self.running.items()):
+                try:
+                    done, status = os.waitpid(pid, os.WNOHANG)
+                except ChildProcessError:
+                    done, status = pid, 1 << 8
+                if not done:
+                    continue
+                name = self.names.get(uid)
+                self.kill(uid)
+                code = os.waitstatus_to_exitcode(status) if status else 0
+                phase = "Succeeded" if code == 0 else "Failed"
+                if name:
+                    with contextlib.suppress(KubeApiError):
+                        await self.kube.patch(
+                            self.path(name, "/status"),
+                            {
+                                "status": {
+                                    "phase": phase,
+                                    "conditions": [
+                                        {
+                                            "type": "Ready",
+                                            "status": "False",
+                                            "lastTransitionTime": _now(),
+                                        }
+                                    ],
+                                }
+                            },
+                        )
+
+    def shutdown(self) -> None:
+        """SIGKILL every pod's process group first, then reap (fast even with 500 pods)."""
+        for pid, _ in self.running.values():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
+        for uid in list(self.running):
+            self.kill(uid)
+
+
+def _remap(arg: str, mounts: dict[str, Path]) -> str:
+    for mount_path, local in sorted(mounts.items(), key=lambda m: -len(m[0])):
+        if arg == mount_path or arg.startswith(mount_path + "/"):
+            return str(local) + arg[len(mount_path) :]
+    return arg
+
+
+def _fork(args: list[str], log: Path) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        os.setsid()
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        control.main(args)
+    finally:
+        os._exit(0)
+
+
+async def _main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--namespace", required=True)
+    parser.add_argument("--root", type=Path, required=True)
+    parser.add_argument("--ip-prefix", default="127.77")
+    args = parser.parse_args()
+    args.root.mkdir(parents=True, exist_ok=True)
+    kube = KubeClient(KubeCredentials.load(args.kubeconfig))
+    kubelet = ProcessKubelet(kube, args.namespace, args.root, args.ip_prefix)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    task = asyncio.create_task(kubelet.run())
+    print("kubelet: ready", flush=True)
+    await stop.wait()
+    task.cancel()
+    kubelet.shutdown()
+    await kube.aclose()
+
+
+if __name__ == "__main__":
+    asyncio.run(_main())
