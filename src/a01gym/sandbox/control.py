@@ -209,6 +209,9 @@ def serve(
         ws="none",
         http="h11",
         loop="asyncio",
+        # Clients hold keep-alive connections across idle periods (a session thinking); a
+        # server-side close racing a new request would surface as a lost sandbox.
+        timeout_keep_alive=3600,
         **where,
     )
     uvicorn.Server(config).run()
