@@ -144,15 +144,16 @@ def list_entries(
             _emit_json([e.model_dump(exclude={"validation"}) for e in entries])
             return
         table = Table(title=f"{len(entries)} scenarios in {cache}")
-        for column in ("hash", "family", "cwe", "domain", "band", "split", "sites", "hint"):
-            table.add_column(column)
+        table.add_column("hash", no_wrap=True, min_width=12)
+        for column in ("family", "cwe", "domain", "difficulty", "split", "sites", "hint"):
+            table.add_column(column, overflow="fold")
         for e in entries:
             table.add_row(
                 e.hash[:12],
                 e.family,
                 e.cwe,
                 e.domain,
-                e.band,
+                e.difficulty,
                 e.split,
                 ",".join(e.sites),
                 str(e.hint_level),
@@ -191,7 +192,7 @@ def show(
             _emit_json(data)
             return
         _err.print(f"[bold]{entry.hash}[/]  {bundle.manifest.name} ({bundle.manifest.title})")
-        for key in ("family", "cwe", "domain", "band", "split", "sites", "author", "model"):
+        for key in ("family", "cwe", "domain", "difficulty", "split", "sites", "author", "model"):
             _err.print(f"  {key:>8}: {getattr(entry, key)}")
         _err.print(f"  {'files':>8}: {', '.join(data['workspace'])}")
         _err.print(f"  {'fix':>8}: {', '.join(data['hidden']['reference_fix'])}")

@@ -1,9 +1,12 @@
 """The scenario factory: author → spec → mutator → compiler → gold gates → cache.
 
 Offline only: a runtime reads the cache (``a01gym.factory.cache``) and never builds scenarios.
-``families`` and ``domains`` are the catalog, ``spec`` the draft model, ``author`` and
-``llm_author`` produce drafts, ``appgen`` renders apps, ``mutator`` picks the per-site variants
-(vulnerable, reference, traps), ``testgen`` writes the declarative tests, ``compiler`` makes the
-bundle, ``gates`` admits it in real sandboxes, ``split`` and ``cache`` store it, and
-``pipeline`` runs the whole line.
+
+* ``families``, ``domains``: the catalog; ``spec``: the draft model; ``config``: a run.
+* ``author``, ``llm_author``: produce drafts behind one ``Author`` protocol.
+* ``appgen`` (with ``appdata``, ``approutes``, ``codetext``): render apps site by site.
+* ``mutator``: the correct app, the vulnerable one and the trap patches.
+* ``testkit``, ``exploits``, ``regressions``: the fixture and the declarative tests.
+* ``compiler``: the bundle; ``gates``: admission in real sandboxes.
+* ``split``, ``cache``: the versioned store; ``pipeline``: the whole line.
 """

@@ -151,7 +151,16 @@ FAMILIES: dict[str, Family] = {
             ("CWE-22", "CWE-23", "CWE-552"),
             OWASP_A01,
             ("files.download",),
-            ("deny_all", "delete_route", "strip_once", "no_slash"),
+            ("deny_all", "delete_route", "no_slash"),
+        ),
+        Family(
+            "F13",
+            "HTTP method confusion (guard checks one verb of a multi-verb route)",
+            "CWE-650",
+            ("CWE-650", "CWE-285", "CWE-862"),
+            OWASP_A01,
+            ("settings.update",),
+            ("deny_all", "delete_route", "client_trust", "hardcode"),
         ),
         Family(
             "F14",

@@ -49,7 +49,7 @@ HintLevel = Literal[0, 1, 2, 3, 4]
 Principal = Literal[
     "anonymous", "any_user", "owner", "self", "team_if_shared", "support", "manager", "admin"
 ]
-Resource = Literal["record", "profile", "admin", "files", "debug"]
+Resource = Literal["record", "profile", "admin", "files", "debug", "settings"]
 Action = Literal[
     "read", "list", "create", "update", "delete", "archive", "export", "impersonate", "manage"
 ]
@@ -183,6 +183,8 @@ def canonical_policy(features: PolicyFeatures) -> list[PolicyRule]:
         rule("admin", "manage", ["admin"]),
         rule("files", "read", ["owner"]),
         rule("debug", "read", ["admin"]),
+        rule("settings", "read", ["any_user"]),
+        rule("settings", "update", ["admin"]),
     ]
 
 
@@ -231,7 +233,9 @@ class BugTarget(_Model):
             raise ValueError(f"owasp must be {families.OWASP_A01!r}")
         unknown = [s for s in self.sites if s not in fam.sites]
         if unknown or len(set(self.sites)) != len(self.sites):
-            raise ValueError(f"sites must be distinct members of {list(fam.sites)}, got {self.sites}")
+            raise ValueError(
+                f"sites must be distinct members of {list(fam.sites)}, got {self.sites}"
+            )
         return self
 
 
@@ -283,7 +287,9 @@ class ScenarioSpec(_Model):
         allowed = set(fam.traps) | (set(fam.multi_site_traps) if len(self.bug.sites) > 1 else set())
         bad = [t for t in self.traps if t not in allowed]
         if bad or len(set(self.traps)) != len(self.traps):
-            raise ValueError(f"traps must be distinct members of {sorted(allowed)}, got {self.traps}")
+            raise ValueError(
+                f"traps must be distinct members of {sorted(allowed)}, got {self.traps}"
+            )
         bad = [d for d in self.decoys if d not in DECOY_KINDS]
         if bad or len(set(self.decoys)) != len(self.decoys):
             raise ValueError(f"decoys must be distinct members of {list(DECOY_KINDS)}")
@@ -301,7 +307,9 @@ class ScenarioSpec(_Model):
 
     def actor(self, role: str, tenant: str | None = None, index: int = 0) -> ActorSpec:
         """The ``index``-th actor with ``role`` (and ``tenant``)."""
-        matches = [a for a in self.actors if a.role == role and (tenant is None or a.tenant == tenant)]
+        matches = [
+            a for a in self.actors if a.role == role and (tenant is None or a.tenant == tenant)
+        ]
         return matches[index]
 
     def difficulty(self) -> float:

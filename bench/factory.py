@@ -1,0 +1,117 @@
+"""Benchmark the scenario factory: template author → compiler → gold gates in real sandboxes.
+
+Measures, on one build into a fresh temporary cache:
+
+* ``validated_per_min``: candidates taken through every gold gate per minute of build time
+  (authoring, compiling, sandbox verification of vulnerable, reference and every trap);
+* ``yield``: admitted / candidates;
+* ``families`` / ``domains``: distinct families and domains among admitted scenarios;
+* ``runs_per_candidate`` and ``compile_ms_mean`` for context.
+
+Targets (issue 3): ``validated_per_min`` ≥ 60 on 2 cores, ``yield`` ≥ 0.95, ``families`` ≥ 12,
+``domains`` ≥ 8. The machine's load average is reported too: the gates are CPU-bound, so a
+busy host lowers ``validated_per_min``.
+
+Prints the JSON result and one summary line; ``--json-out FILE`` also writes the JSON.
+
+    python bench/factory.py --quick --json-out bench/results/factory.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from a01gym.factory import author, compiler, config, pipeline
+from a01gym.factory.cache import ScenarioCache
+
+TARGETS = {
+    "validated_per_min": (">=", 60.0),
+    "yield": (">=", 0.95),
+    "families": (">=", 12),
+    "domains": (">=", 8),
+}
+
+
+async def run(quick: bool, workers: int, count: int | None) -> dict[str, Any]:
+    """One build; returns the metrics."""
+    cfg = config.FactoryConfig(
+        count=count or (48 if quick else 144),
+        seed=2024,
+        gates=config.GateConfig(workers=workers),
+    )
+    started = time.perf_counter()
+    specs = [author.TemplateAuthor().draft(r) for r in author.plan(cfg)]
+    compile_started = time.perf_counter()
+    bundles = [compiler.compile_bundle(spec) for spec in specs]
+    compile_ms = (time.perf_counter() - compile_started) * 1000 / len(bundles)
+    del started
+    with tempfile.TemporaryDirectory(prefix="a01gym-bench-factory-") as tmp:
+        load_before = os.getloadavg()[0]
+        summary = await pipeline.build(cfg, Path(tmp) / "cache")
+        load_after = os.getloadavg()[0]
+        entries = ScenarioCache(Path(tmp) / "cache").entries()
+    runs = sum(2 + len(b.hidden.traps) for b in bundles)
+    return {
+        "validated_per_min": round(summary.candidates / summary.duration_s * 60, 1),
+        "yield": round(summary.yield_, 3),
+        "families": len({e.family for e in entries}),
+        "domains": len({e.domain for e in entries}),
+        "candidates": summary.candidates,
+        "admitted": summary.admitted,
+        "build_seconds": round(summary.duration_s, 1),
+        "gate_seconds": round(summary.gate_duration_s, 1),
+        "runs_per_candidate": round(runs / len(bundles), 2),
+        "compile_ms_mean": round(compile_ms, 1),
+        "workers": workers,
+        "cpus": os.cpu_count(),
+        "load_avg_1m": [round(load_before, 2), round(load_after, 2)],
+        "rejections": {
+            family: stats.reasons for family, stats in summary.per_family.items() if stats.rejected
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="48 candidates instead of 144")
+    parser.add_argument("--count", type=int, help="override the candidate count")
+    parser.add_argument("--workers", type=int, default=2, help="concurrent sandbox runs")
+    parser.add_argument("--json-out", type=Path, help="also write the JSON here")
+    args = parser.parse_args()
+    began = time.perf_counter()
+    metrics = asyncio.run(run(args.quick, args.workers, args.count))
+    verdicts = {
+        name: (metrics[name] <= bound if op == "<=" else metrics[name] >= bound)
+        for name, (op, bound) in TARGETS.items()
+    }
+    report = {
+        "benchmark": "factory",
+        "quick": args.quick,
+        "seconds": round(time.perf_counter() - began, 1),
+        "metrics": metrics,
+        "targets": {k: f"{op} {bound}" for k, (op, bound) in TARGETS.items()},
+        "meets_targets": verdicts,
+    }
+    text = json.dumps(report, indent=2)
+    print(text)
+    if args.json_out:
+        args.json_out.parent.mkdir(parents=True, exist_ok=True)
+        args.json_out.write_text(text + "\n")
+    summary = ", ".join(f"{k}={metrics[k]}{'' if verdicts[k] else ' (MISS)'}" for k in TARGETS)
+    print(
+        f"factory bench: {summary}; load {metrics['load_avg_1m']}; "
+        f"{sum(verdicts.values())}/{len(verdicts)} targets met",
+        file=sys.stderr,
+    )
+
+
+if __name__ == "__main__":
+    main()

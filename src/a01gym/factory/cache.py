@@ -1,0 +1,353 @@
+"""The versioned, content-addressed scenario cache, and its read API for the runtime.
+
+Layout::
+
+    <root>/v<format>/<hash>/   one bundle (manifest.json, hidden.json, workspace/)
+    <root>/index.sqlite        one row per admitted scenario, one per rejected candidate
+    <root>/tmp/                bundles being written
+    <root>/.lock               fcntl lock held by a writer
+
+Writes are atomic: a bundle is written under ``tmp/`` and moved into place with one
+``os.rename``, then its index row is committed. A build killed at any point leaves either no
+trace or an orphan that :meth:`ScenarioCache.repair` removes; readers only ever see index rows
+whose directory is complete. One writer at a time holds an exclusive ``flock``; readers need no
+lock. The runtime reads with :meth:`ScenarioCache.entries` and :meth:`ScenarioCache.load`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import os
+import secrets
+import shutil
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from a01gym.errors import BundleError, ScenarioError
+from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.manifest import FORMAT_VERSION
+
+__all__ = ["CacheEntry", "CacheLockedError", "Provenance", "Rejection", "ScenarioCache"]
+
+logger = logging.getLogger(__name__)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS scenarios (
+    hash TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    family TEXT NOT NULL,
+    cwe TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    difficulty TEXT NOT NULL,
+    difficulty_score REAL NOT NULL,
+    split TEXT NOT NULL,
+    sites TEXT NOT NULL,
+    hint_level INTEGER NOT NULL,
+    author TEXT NOT NULL,
+    model TEXT,
+    config_hash TEXT NOT NULL,
+    spec_sha256 TEXT NOT NULL,
+    validation TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS scenarios_lookup ON scenarios (split, family, difficulty);
+CREATE TABLE IF NOT EXISTS rejections (
+    id INTEGER PRIMARY KEY,
+    spec_sha256 TEXT,
+    family TEXT NOT NULL,
+    domain TEXT NOT NULL,
+    stage TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    author TEXT NOT NULL,
+    model TEXT,
+    config_hash TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+"""
+
+
+class CacheLockedError(ScenarioError):
+    """Another process is writing to the cache."""
+
+
+class Provenance(BaseModel):
+    """Who generated a scenario, from what."""
+
+    author: str
+    model: str | None = None
+    config_hash: str
+
+
+class CacheEntry(BaseModel):
+    """One index row: what the runtime samples from."""
+
+    hash: str
+    name: str
+    family: str
+    cwe: str
+    domain: str
+    difficulty: str = Field(description="Band: easy | medium | hard.")
+    difficulty_score: float = Field(description="Structural score in [0, 1].")
+    split: str
+    sites: list[str]
+    hint_level: int
+    author: str
+    model: str | None
+    config_hash: str
+    spec_sha256: str
+    validation: dict[str, Any] = Field(default_factory=dict)
+    created_at: float
+
+
+class Rejection(BaseModel):
+    """A candidate that did not make it, with the reason."""
+
+    spec_sha256: str | None
+    family: str
+    domain: str
+    stage: str = Field(description="author | compile | gates")
+    reason: str
+    author: str
+    model: str | None
+    config_hash: str
+    created_at: float
+
+
+class ScenarioCache:
+    """A cache directory. Cheap to construct; nothing is read until asked."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+        self.entries_dir = self.root / f"v{FORMAT_VERSION}"
+        self.index_path = self.root / "index.sqlite"
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def _connect(self, *, create: bool = False) -> sqlite3.Connection:
+        if create:
+            self.root.mkdir(parents=True, exist_ok=True)
+        elif not self.index_path.exists():
+            raise ScenarioError(
+                f"no scenario cache at {self.root}",
+                hint="build one with `a01gym factory build --out ...`",
+            )
+        connection = sqlite3.connect(self.index_path, timeout=30.0)
+        connection.row_factory = sqlite3.Row
+        if create:
+            connection.executescript(_SCHEMA)
+        return connection
+
+    @contextlib.contextmanager
+    def writer(self, *, wait: bool = True) -> Iterator[ScenarioCache]:
+        """Hold the writer lock (and repair leftovers of killed builds) for a block.
+
+        Raises:
+            CacheLockedError: with ``wait=False`` when another writer holds the lock.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "a+") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+            except OSError as exc:
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    raise CacheLockedError(
+                        f"cache {self.root} is being written by another process",
+                        hint="wait for the other build to finish",
+                    ) from exc
+                raise
+            try:
+                self._connect(create=True).close()
+                self.repair()
+                yield self
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    # -- writes (inside writer()) ------------------------------------------------------------
+    def add(
+        self,
+        bundle: Bundle,
+        *,
+        split: str,
+        validation: dict[str, Any],
+        provenance: Provenance,
+    ) -> CacheEntry:
+        """Store an admitted bundle atomically and index it. Same hash twice is a no-op write.
+
+        Raises:
+            BundleError: when the bundle's stored hash does not match its content.
+        """
+        bundle.verify_hash()
+        digest = bundle.manifest.content_hash
+        final = self.entries_dir / digest
+        if not final.is_dir():
+            tmp = self.root / "tmp" / f"{digest}.{os.getpid()}.{secrets.token_hex(4)}"
+            try:
+                bundle.write(tmp)
+                self.entries_dir.mkdir(parents=True, exist_ok=True)
+                os.rename(tmp, final)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        labels = bundle.hidden.labels
+        entry = CacheEntry(
+            hash=digest,
+            name=bundle.manifest.name,
+            family=labels["family"],
+            cwe=labels["cwe"],
+            domain=labels["domain"],
+            difficulty=labels["difficulty"],
+            difficulty_score=float(labels["difficulty_score"]),
+            split=split,
+            sites=labels["sites"].split(","),
+            hint_level=int(labels["hint_level"]),
+            author=provenance.author,
+            model=provenance.model,
+            config_hash=provenance.config_hash,
+            spec_sha256=labels["spec_sha256"],
+            validation=validation,
+            created_at=time.time(),
+        )
+        row = entry.model_dump()
+        row["sites"] = ",".join(entry.sites)
+        row["validation"] = json.dumps(validation, sort_keys=True)
+        with contextlib.closing(self._connect(create=True)) as connection, connection:
+            connection.execute(
+                f"INSERT OR REPLACE INTO scenarios ({', '.join(row)}) "
+                f"VALUES ({', '.join('?' for _ in row)})",
+                list(row.values()),
+            )
+        return entry
+
+    def reject(self, rejection: Rejection) -> None:
+        """Record a rejected candidate."""
+        row = rejection.model_dump()
+        with contextlib.closing(self._connect(create=True)) as connection, connection:
+            connection.execute(
+                f"INSERT INTO rejections ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})",
+                list(row.values()),
+            )
+
+    def repair(self) -> list[str]:
+        """Remove half-written leftovers: temp dirs, unindexed dirs, rows without a dir.
+
+        Call only while holding the writer lock (``writer()`` does).
+
+        Returns:
+            What was removed, one line each.
+        """
+        removed: list[str] = []
+        tmp = self.root / "tmp"
+        if tmp.is_dir():
+            for leftover in sorted(tmp.iterdir()):
+                shutil.rmtree(leftover, ignore_errors=True)
+                removed.append(f"temp {leftover.name}")
+        if not self.index_path.exists():
+            return removed
+        with contextlib.closing(self._connect()) as connection, connection:
+            indexed = {row[0] for row in connection.execute("SELECT hash FROM scenarios")}
+            on_disk = (
+                {p.name for p in self.entries_dir.iterdir() if p.is_dir()}
+                if self.entries_dir.is_dir()
+                else set()
+            )
+            for digest in sorted(on_disk - indexed):
+                shutil.rmtree(self.entries_dir / digest, ignore_errors=True)
+                removed.append(f"unindexed {digest[:12]}")
+            for digest in sorted(indexed - on_disk):
+                connection.execute("DELETE FROM scenarios WHERE hash = ?", [digest])
+                removed.append(f"dangling row {digest[:12]}")
+        for line in removed:
+            logger.info("cache repair: removed %s", line)
+        return removed
+
+    # -- reads -------------------------------------------------------------------------------
+    def entries(
+        self,
+        *,
+        split: str | None = None,
+        family: str | None = None,
+        difficulty: str | tuple[float, float] | None = None,
+        domain: str | None = None,
+    ) -> list[CacheEntry]:
+        """Index rows, filtered; ordered by hash so sampling by index is deterministic.
+
+        Args:
+            split: ``train`` or ``eval``.
+            family: e.g. ``F01``.
+            difficulty: a band (``easy``/``medium``/``hard``) or an inclusive score range.
+            domain: e.g. ``invoices``.
+        """
+        where, params = [], []
+        for column, value in (("split", split), ("family", family), ("domain", domain)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                params.append(value)
+        if isinstance(difficulty, str):
+            where.append("difficulty = ?")
+            params.append(difficulty)
+        elif difficulty is not None:
+            where.append("difficulty_score BETWEEN ? AND ?")
+            params += [difficulty[0], difficulty[1]]
+        sql = "SELECT * FROM scenarios" + (" WHERE " + " AND ".join(where) if where else "")
+        with contextlib.closing(self._connect()) as connection:
+            rows = connection.execute(sql + " ORDER BY hash", params).fetchall()
+        return [self._entry(row) for row in rows]
+
+    @staticmethod
+    def _entry(row: sqlite3.Row) -> CacheEntry:
+        data = dict(row)
+        data["sites"] = data["sites"].split(",")
+        data["validation"] = json.loads(data["validation"])
+        return CacheEntry.model_validate(data)
+
+    def entry(self, digest: str) -> CacheEntry:
+        """The index row of ``digest`` (a unique prefix of at least 6 characters works).
+
+        Raises:
+            ScenarioError: when no row or several rows match.
+        """
+        if len(digest) < 6:
+            raise ScenarioError(f"hash prefix {digest!r} is too short (need 6+ characters)")
+        with contextlib.closing(self._connect()) as connection:
+            rows = connection.execute(
+                "SELECT * FROM scenarios WHERE hash LIKE ? ORDER BY hash LIMIT 2", [digest + "%"]
+            ).fetchall()
+        if len(rows) != 1:
+            problem = "no scenario" if not rows else "several scenarios"
+            raise ScenarioError(f"{problem} with hash {digest!r} in {self.root}")
+        return self._entry(rows[0])
+
+    def load(self, digest: str, *, verify: bool = False) -> Bundle:
+        """Load a bundle by full hash (or unique prefix); ``verify`` re-checks its hash.
+
+        Raises:
+            ScenarioError: unknown hash; BundleError: unreadable or (with verify) modified.
+        """
+        if len(digest) != 64:
+            digest = self.entry(digest).hash
+        path = self.entries_dir / digest
+        if not path.is_dir():
+            raise ScenarioError(f"no scenario {digest[:12]} in {self.root}")
+        bundle = Bundle.load(path)
+        if verify:
+            bundle.verify_hash()
+            if bundle.manifest.content_hash != digest:
+                raise BundleError(str(path), "directory name does not match the content hash")
+        return bundle
+
+    def rejections(self) -> list[Rejection]:
+        """Every rejected candidate, oldest first."""
+        with contextlib.closing(self._connect()) as connection:
+            rows = connection.execute("SELECT * FROM rejections ORDER BY id").fetchall()
+        return [
+            Rejection.model_validate({k: v for k, v in dict(row).items() if k != "id"})
+            for row in rows
+        ]

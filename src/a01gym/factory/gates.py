@@ -1,0 +1,225 @@
+"""Gold gates: admit a candidate bundle only if real sandboxes say it is a sound task.
+
+For each candidate (research/a01-catalog.md §5.1):
+
+* **vulnerable** — the app starts, passes every regression test, and every exploit succeeds
+  (at least one must; all must for the no-op to score 0);
+* **no-op** — submitting the workspace unchanged scores exactly 0. The no-op *is* the
+  vulnerable workspace, so this is judged on the same run (a second run would be identical
+  files, only a different world);
+* **reference** — the reference fix resolves the scenario (score 1.0);
+* **traps** — no trap patch resolves it, so each scores at most ``PARTIAL_CREDIT`` (0.2).
+
+Every run goes through :func:`a01gym.sandbox.verification.verify` on a fresh sandbox with its
+own world seed, never the agent's visible seed, so a hard-coding trap is judged on ids it has
+not seen. Runs of all candidates share one semaphore (``workers``) and go in parallel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel, Field
+
+from a01gym.errors import A01GymError
+from a01gym.sandbox import verification
+from a01gym.sandbox.backend import SandboxBackend
+from a01gym.sandbox.client import ControlError
+from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.httptest import Outcome, TestKind
+from a01gym.scenario.scoring import PARTIAL_CREDIT
+
+__all__ = ["GateReport", "RunSummary", "gate_bundle", "gate_many", "run_seed"]
+
+logger = logging.getLogger(__name__)
+
+
+class RunSummary(BaseModel):
+    """One verification run, trimmed to what the index keeps."""
+
+    name: str
+    seed: int
+    app_state: str
+    score: float
+    resolved: bool
+    security: float
+    regression: float
+    exploits_passed: int
+    exploits_total: int
+    failures: list[str] = Field(default_factory=list, description="'test id: reason', capped.")
+    duration_ms: float
+
+
+class GateReport(BaseModel):
+    """The verdict on one candidate."""
+
+    admitted: bool
+    reasons: list[str] = Field(default_factory=list)
+    runs: list[RunSummary] = Field(default_factory=list)
+    duration_ms: float = 0.0
+
+    @property
+    def reason(self) -> str:
+        """All rejection reasons in one line ('' when admitted)."""
+        return "; ".join(self.reasons)
+
+
+def run_seed(bundle: Bundle, base_seed: int, index: int) -> int:
+    """A world seed for run ``index`` that is never the bundle's visible seed."""
+    text = f"{bundle.manifest.content_hash}\x00{base_seed}\x00{index}".encode()
+    seed = int.from_bytes(hashlib.sha256(text).digest()[:4]) % 2**31
+    return seed + 1 if seed == bundle.manifest.visible_seed else seed
+
+
+async def _run(
+    backend: SandboxBackend,
+    bundle: Bundle,
+    name: str,
+    files: dict[str, bytes],
+    seed: int,
+    semaphore: asyncio.Semaphore,
+) -> RunSummary:
+    async with semaphore:
+        started = time.perf_counter()
+        try:
+            result = await verification.verify(backend, bundle, files, seed=seed)
+        except (A01GymError, ControlError) as exc:
+            logger.warning("verification of %s/%s failed: %s", bundle.manifest.name, name, exc)
+            return RunSummary(
+                name=name,
+                seed=seed,
+                app_state="error",
+                score=0.0,
+                resolved=False,
+                security=0.0,
+                regression=0.0,
+                exploits_passed=0,
+                exploits_total=0,
+                failures=[f"sandbox: {exc}"],
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+    failures: list[str] = []
+    for test in result.results:
+        bad = (test.kind is TestKind.REGRESSION and test.outcome is not Outcome.PASS) or (
+            test.kind is TestKind.EXPLOIT
+            and test.outcome is not Outcome.PASS
+            and name == "vulnerable"
+        )
+        if bad and len(failures) < 8:
+            failures.append(f"{test.test_id}: {test.outcome.value}: {test.reason[:160]}")
+    if result.app.error and len(failures) < 8:
+        failures.append(f"app: {result.app.error[-300:]}")
+    exploits = [t for t in result.results if t.kind is TestKind.EXPLOIT]
+    return RunSummary(
+        name=name,
+        seed=seed,
+        app_state=result.app.state.value,
+        score=result.score.value,
+        resolved=result.score.resolved,
+        security=result.score.security,
+        regression=result.score.regression,
+        exploits_passed=sum(t.outcome is Outcome.PASS for t in exploits),
+        exploits_total=len(exploits),
+        failures=failures,
+        duration_ms=result.duration_ms,
+    )
+
+
+def _judge(runs: list[RunSummary]) -> list[str]:
+    reasons: list[str] = []
+    by_name = {run.name: run for run in runs}
+    vulnerable, reference = by_name["vulnerable"], by_name["reference"]
+    if vulnerable.app_state != "running":
+        reasons.append(f"vulnerable app did not start ({'; '.join(vulnerable.failures)[:300]})")
+    else:
+        if vulnerable.regression < 1.0:
+            reasons.append(
+                "vulnerable app fails regression: " + "; ".join(vulnerable.failures)[:400]
+            )
+        if vulnerable.exploits_passed == 0:
+            reasons.append("vulnerable app is not exploitable")
+        elif vulnerable.score != 0.0:
+            reasons.append(
+                f"no-op scores {vulnerable.score:.3f}, not 0 "
+                f"({vulnerable.exploits_passed}/{vulnerable.exploits_total} exploits pass): "
+                + "; ".join(vulnerable.failures)[:300]
+            )
+    if not reference.resolved:
+        reasons.append(
+            f"reference fix scores {reference.score:.3f}, not 1.0: "
+            + "; ".join(reference.failures)[:400]
+        )
+    for run in runs:
+        if run.name.startswith("trap:") and (run.resolved or run.score > PARTIAL_CREDIT):
+            reasons.append(f"{run.name} resolves the scenario (score {run.score:.3f})")
+    return reasons
+
+
+async def gate_bundle(
+    backend: SandboxBackend,
+    bundle: Bundle,
+    *,
+    seed: int = 0,
+    semaphore: asyncio.Semaphore | None = None,
+) -> GateReport:
+    """Run every gate on ``bundle`` in real sandboxes.
+
+    Args:
+        backend: where fresh sandboxes come from.
+        bundle: the candidate (with its content hash).
+        seed: base for the per-run world seeds.
+        semaphore: bounds concurrent sandboxes across candidates (default: 1).
+    """
+    started = time.perf_counter()
+    semaphore = semaphore or asyncio.Semaphore(1)
+    candidates: list[tuple[str, dict[str, bytes]]] = [
+        ("vulnerable", dict(bundle.workspace)),
+        ("reference", bundle.patched_workspace(bundle.hidden.reference_fix)),
+    ]
+    candidates += [
+        (f"trap:{name}", bundle.patched_workspace(patch))
+        for name, patch in sorted(bundle.hidden.traps.items())
+    ]
+    runs = await asyncio.gather(
+        *(
+            _run(backend, bundle, name, files, run_seed(bundle, seed, index), semaphore)
+            for index, (name, files) in enumerate(candidates)
+        )
+    )
+    reasons = _judge(list(runs))
+    report = GateReport(
+        admitted=not reasons,
+        reasons=reasons,
+        runs=list(runs),
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
+    logger.debug("gates for %s: %s", bundle.manifest.name, report.reason or "admitted")
+    return report
+
+
+async def gate_many(
+    backend: SandboxBackend,
+    bundles: Sequence[Bundle],
+    *,
+    workers: int,
+    seed: int = 0,
+    on_done: Callable[[int, GateReport], None] | None = None,
+) -> list[GateReport]:
+    """Gate ``bundles`` concurrently with at most ``workers`` sandboxes busy at a time.
+
+    Args:
+        on_done: called with (index, report) as each candidate finishes (progress bars).
+    """
+    semaphore = asyncio.Semaphore(workers)
+
+    async def one(index: int, bundle: Bundle) -> GateReport:
+        report = await gate_bundle(backend, bundle, seed=seed, semaphore=semaphore)
+        if on_done is not None:
+            on_done(index, report)
+        return report
+
+    return list(await asyncio.gather(*(one(i, b) for i, b in enumerate(bundles))))

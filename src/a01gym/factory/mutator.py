@@ -1,0 +1,92 @@
+"""The A01 mutator: the correct app, the injected bug, and the trap patches.
+
+For a spec it renders the app three ways through :mod:`a01gym.factory.appgen`: every site
+``secure`` (the correct app, which is also the reference fix), the family's target sites
+``vuln`` (what the agent gets), and one variant per trap the spec lists — plausible wrong fixes
+(research/a01-catalog.md §2.2) that the hidden tests must reject. The trap variants are built
+from the same site machinery in reverse, so they stay in step with the app.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from a01gym.factory import appgen
+from a01gym.factory.spec import ScenarioSpec
+from a01gym.scenario.fixtures import FixtureValues
+
+__all__ = ["Mutation", "mutate", "trap_variant", "visible_seed"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutation:
+    """The three renderings of one spec."""
+
+    fixed: appgen.RenderedApp
+    vulnerable: appgen.RenderedApp
+    traps: dict[str, appgen.RenderedApp]
+
+
+def visible_seed(spec: ScenarioSpec) -> int:
+    """The seed that renders the agent's world (never used for hidden runs)."""
+    return (spec.seed * 2654435761 + 97) % 2**31
+
+
+def trap_variant(spec: ScenarioSpec, trap: str) -> appgen.Variant:
+    """The site modes of one trap patch.
+
+    Raises:
+        ValueError: for a trap the family does not support.
+    """
+    sites = list(spec.bug.sites)
+    fam = spec.bug.family
+    vuln = dict.fromkeys(sites, "vuln")
+    world = FixtureValues(visible_seed(spec))
+    victim = spec.actor("user", "a", 0).name
+    hardcode = {
+        "record_id": str(world.value("id", f"{victim}_private")),
+        "owner_id": str(world.value("id", victim)),
+        "victim_id": str(world.value("id", victim)),
+        "admin_username": str(world.value("user", spec.actor("admin").name)),
+    }
+    if trap == "fix_one_sibling":
+        if len(sites) < 2:
+            raise ValueError("fix_one_sibling needs at least two sites")
+        return appgen.Variant(modes={**vuln, sites[0]: "secure"})
+    if trap == "deny_all":
+        return appgen.Variant(modes=dict.fromkeys(sites, "deny"))
+    if trap == "delete_route":
+        removed = set(sites)
+        if fam == "F05":
+            raise ValueError("F05 has no route to delete")
+        return appgen.Variant(modes={}, removed=frozenset(removed))
+    if trap == "global_auth":
+        return appgen.Variant(modes={}, global_auth=True)
+    if trap == "admin_break" and fam == "F06":
+        return appgen.Variant(modes={"admin.role": "deny"})
+    if trap == "hardcode":
+        return appgen.Variant(modes=dict.fromkeys(sites, "hardcode"), hardcode=hardcode)
+    simple = {
+        "status_only",
+        "client_trust",
+        "admin_break",
+        "over_filter",
+        "auth_only",
+        "no_slash",
+        "forbid_extra",
+        "response_only",
+        "over_block",
+    }
+    if trap in simple:
+        return appgen.Variant(modes=dict.fromkeys(sites, trap))
+    raise ValueError(f"unknown trap {trap!r}")
+
+
+def mutate(spec: ScenarioSpec) -> Mutation:
+    """Render the correct app, the vulnerable app and every trap of ``spec``."""
+    fixed = appgen.render_app(spec, appgen.Variant())
+    vulnerable = appgen.render_app(
+        spec, appgen.Variant(modes=dict.fromkeys(spec.bug.sites, "vuln"))
+    )
+    traps = {trap: appgen.render_app(spec, trap_variant(spec, trap)) for trap in spec.traps}
+    return Mutation(fixed=fixed, vulnerable=vulnerable, traps=traps)

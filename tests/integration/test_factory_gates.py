@@ -1,0 +1,177 @@
+"""Gold gates and builds in real local sandboxes (no mocks).
+
+For every implemented family one template scenario must pass all gates: the vulnerable app is
+exploitable by every hidden exploit and passes regression, the reference fix resolves it, and
+no trap does. A bundle with a trap equal to its fix must be rejected with that reason. Slow
+tests build whole caches (reproducibility, interrupted builds).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from a01gym.factory import author, compiler, config, families, gates, pipeline
+from a01gym.factory.cache import ScenarioCache
+from a01gym.sandbox.local import LocalBackend
+from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.scoring import PARTIAL_CREDIT
+
+
+def _bundle(family: str, index: int = 0) -> Bundle:
+    cfg = config.FactoryConfig(count=index + 1, families=[family])
+    return compiler.compile_bundle(author.TemplateAuthor().draft(author.plan(cfg)[index]))
+
+
+@pytest.mark.parametrize("family", sorted(families.FAMILIES))
+async def test_family_scenario_passes_every_gate(family: str) -> None:
+    bundle = _bundle(family)
+    async with LocalBackend(pool_size=2) as backend:
+        report = await gates.gate_bundle(backend, bundle, seed=3, semaphore=asyncio.Semaphore(2))
+    assert report.admitted, report.reason
+    runs = {run.name: run for run in report.runs}
+    vulnerable = runs["vulnerable"]
+    assert vulnerable.app_state == "running"
+    assert vulnerable.regression == 1.0
+    assert vulnerable.exploits_passed == vulnerable.exploits_total >= 1
+    assert vulnerable.score == 0.0  # the no-op
+    assert runs["reference"].resolved and runs["reference"].score == 1.0
+    traps = [run for name, run in runs.items() if name.startswith("trap:")]
+    assert len(traps) == len(bundle.hidden.traps) >= 1
+    for trap in traps:
+        assert not trap.resolved and trap.score <= PARTIAL_CREDIT, trap.name
+    assert len({run.seed for run in report.runs}) == len(report.runs)
+    assert bundle.manifest.visible_seed not in {run.seed for run in report.runs}
+
+
+async def test_trap_that_fixes_the_bug_is_rejected_with_its_reason() -> None:
+    bundle = _bundle("F01")
+    hidden = bundle.hidden.model_copy(update={"traps": {"fake": bundle.hidden.reference_fix}})
+    broken = dataclasses.replace(bundle, hidden=hidden).with_hash()
+    async with LocalBackend(pool_size=2) as backend:
+        report = await gates.gate_bundle(backend, broken, semaphore=asyncio.Semaphore(2))
+    assert not report.admitted
+    assert "trap:fake resolves the scenario" in report.reason
+
+
+async def test_app_that_does_not_start_is_rejected() -> None:
+    bundle = _bundle("F02")
+    workspace = dict(bundle.workspace)
+    workspace["app/main.py"] = b"raise RuntimeError('boom')\n"
+    broken = dataclasses.replace(bundle, workspace=workspace).with_hash()
+    async with LocalBackend(pool_size=2) as backend:
+        report = await gates.gate_bundle(backend, broken, semaphore=asyncio.Semaphore(2))
+    assert not report.admitted
+    assert "vulnerable app did not start" in report.reason
+    assert "reference fix scores" in report.reason
+
+
+@pytest.mark.slow
+async def test_build_is_reproducible_and_split_holds_out(tmp_path: Path) -> None:
+    cfg = config.FactoryConfig(count=14, seed=4, gates=config.GateConfig(workers=2))
+    first = await pipeline.build(cfg, tmp_path / "a")
+    second = await pipeline.build(cfg, tmp_path / "b")
+    assert first.admitted >= 13, first.per_family
+    assert first.hashes == second.hashes
+    cache = ScenarioCache(tmp_path / "a")
+    entries = cache.entries()
+    assert sorted(e.hash for e in entries) == first.hashes
+    for entry in entries:
+        held_out = entry.domain in cfg.split.eval_domains or entry.family in cfg.split.eval_families
+        assert entry.split == ("eval" if held_out else "train")
+        assert entry.validation["admitted"] is True
+        assert cache.load(entry.hash, verify=True).hidden.labels["family"] == entry.family
+    train = cache.entries(split="train")
+    assert not {e.domain for e in train} & set(cfg.split.eval_domains)
+    assert not {e.family for e in train} & set(cfg.split.eval_families)
+
+
+_BUILD = textwrap.dedent(
+    """
+    import asyncio, sys
+    from a01gym.factory import config, pipeline
+    cfg = config.FactoryConfig(count=60, seed=9, gates=config.GateConfig(workers=2))
+    asyncio.run(pipeline.build(cfg, sys.argv[1]))
+    """
+)
+
+
+def _admitted(root: Path) -> int:
+    try:
+        with sqlite3.connect(root / "index.sqlite", timeout=5) as connection:
+            return connection.execute("SELECT COUNT(*) FROM scenarios").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL])
+def test_interrupted_build_leaves_a_consistent_cache(tmp_path: Path, signum: int) -> None:
+    root = tmp_path / "cache"
+    process = subprocess.Popen(
+        [sys.executable, "-c", _BUILD, str(root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 240
+        while _admitted(root) < 2 and time.monotonic() < deadline:
+            assert process.poll() is None, "the build ended before it could be interrupted"
+            time.sleep(0.2)
+        assert _admitted(root) >= 2
+        os.kill(process.pid, signum)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode != 0
+    cache = ScenarioCache(root)
+    with cache.writer(wait=False):  # the lock was released by the dead build; repair runs
+        pass
+    entries = cache.entries()
+    assert len(entries) >= 2
+    for entry in entries:
+        cache.load(entry.hash, verify=True)
+    assert {p.name for p in (root / "v1").iterdir()} == {e.hash for e in entries}
+    assert not (root / "tmp").exists() or not list((root / "tmp").iterdir())
+
+
+@pytest.mark.slow
+def test_cli_build_then_validate_with_gates(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from a01gym.cli.factory import app
+
+    runner = CliRunner()
+    cfg = tmp_path / "factory.yaml"
+    cfg.write_text("seed: 3\nfamilies: [F01, F06, F10, F14]\n")
+    out = tmp_path / "cache"
+    built = runner.invoke(
+        app, ["build", "-c", str(cfg), "-o", str(out), "--count", "4", "--workers", "2", "--json"]
+    )
+    assert built.exit_code == 0, built.output
+    assert "factory build: 4/4 admitted" in built.output
+    summary = json.loads(built.stdout[built.stdout.index("{") :])
+    assert summary["admitted"] == 4 and summary["yield"] == 1.0
+    checked = runner.invoke(app, ["validate", str(out), "--workers", "2"])
+    assert checked.exit_code == 0, checked.output
+    assert "4 scenarios checked, 0 problems" in checked.output
+
+
+@pytest.mark.slow
+def test_build_demo_fills_a_cache_for_first_runs(tmp_path: Path) -> None:
+    summary = pipeline.build_demo(tmp_path / "demo", count=6, seed=1)
+    assert summary.admitted == 6
+    assert len(ScenarioCache(tmp_path / "demo").entries()) == 6

@@ -1,0 +1,134 @@
+"""The compiler: bundle shape, hash reproducibility, nothing hidden in the workspace."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from a01gym.errors import ScenarioError
+from a01gym.factory import compiler, mutator, testkit
+from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.fixtures import PLACEHOLDER
+from a01gym.scenario.httptest import DbCheck, RoutesInclude, TestKind
+
+
+def test_same_spec_gives_byte_identical_hash(family_id: str, spec_for: Any) -> None:
+    first = compiler.compile_bundle(spec_for(family_id, 1))
+    second = compiler.compile_bundle(spec_for(family_id, 1))
+    assert first.manifest.content_hash == second.manifest.content_hash
+    assert first.manifest.content_hash == first.compute_hash()
+
+
+def test_bundle_round_trips_through_disk(tmp_path: Any, spec_for: Any) -> None:
+    bundle = compiler.compile_bundle(spec_for("F02", 1))
+    bundle.write(tmp_path / "b")
+    loaded = Bundle.load(tmp_path / "b")
+    loaded.verify_hash()
+    assert loaded.manifest.content_hash == bundle.manifest.content_hash
+
+
+def test_workspace_reveals_nothing_hidden(family_id: str, spec_for: Any) -> None:
+    spec = spec_for(family_id, 2)
+    bundle = compiler.compile_bundle(spec)
+    text = "\n".join(content.decode() for content in bundle.workspace.values())
+    assert not any(path.startswith(".git") for path in bundle.workspace)
+    assert set(bundle.workspace) >= {"TASK.md", "app/main.py"}
+    for test in bundle.hidden.tests:
+        assert test.id not in text
+    for trap in bundle.hidden.traps:
+        assert f"trap: {trap}" not in text
+    assert "{{" not in text  # no fixture placeholders (canaries, tokens) in the workspace
+    if spec.knobs.hint_level < 3:
+        assert spec.bug.cwe not in text
+    if spec.knobs.hint_level < 2:
+        assert "A01" not in text and "OWASP" not in text
+
+
+def test_hint_levels_change_the_task_text(spec_for: Any) -> None:
+    spec = spec_for("F01")
+    texts = {}
+    for level in range(5):
+        knobs = spec.knobs.model_copy(update={"hint_level": level})
+        bundle = compiler.compile_bundle(spec.model_copy(update={"knobs": knobs}))
+        texts[level] = bundle.workspace["TASK.md"].decode()
+    assert "OWASP" not in texts[1] and "OWASP" in texts[2]
+    assert spec.bug.cwe in texts[3] and spec.bug.cwe not in texts[2]
+    assert "visible.exploit" in texts[4]
+    bundle4 = compiler.compile_bundle(
+        spec.model_copy(update={"knobs": spec.knobs.model_copy(update={"hint_level": 4})})
+    )
+    assert any(t.kind is TestKind.EXPLOIT for t in bundle4.manifest.visible_tests)
+
+
+def test_visible_tests_differ_from_hidden_ones(family_id: str, spec_for: Any) -> None:
+    spec = spec_for(family_id, 0)
+    spec = spec.model_copy(update={"knobs": spec.knobs.model_copy(update={"hint_level": 4})})
+    bundle = compiler.compile_bundle(spec)
+    hidden_ids = {t.id for t in bundle.hidden.tests}
+    hidden_steps = {
+        json.dumps(t.model_dump(exclude={"id", "description"}), sort_keys=True)
+        for t in bundle.hidden.tests
+    }
+    for test in bundle.manifest.visible_tests:
+        assert test.id.startswith("visible.")
+        assert test.id not in hidden_ids
+        content = json.dumps(test.model_dump(exclude={"id", "description"}), sort_keys=True)
+        assert content not in hidden_steps
+
+
+def test_hidden_tests_are_outcome_based(family_id: str, spec_for: Any) -> None:
+    bundle = compiler.compile_bundle(spec_for(family_id, 1))
+    exploits = [t for t in bundle.hidden.tests if t.kind is TestKind.EXPLOIT]
+    assert exploits
+    for test in exploits:
+        kinds = {type(a).__name__ for s in test.steps for a in s.expect}
+        # a read exploit looks for a canary; a write exploit checks the database
+        assert "BodyContains" in kinds or any(isinstance(c, DbCheck) for c in test.db_checks)
+        assert "StatusIn" not in kinds
+    inventory = [t for t in bundle.hidden.tests if t.id == "regression.routes"]
+    assert inventory and isinstance(inventory[0].steps[0].expect[0], RoutesInclude)
+    assert inventory[0].steps[0].path == "/openapi.json"
+
+
+def test_every_actor_class_the_policy_allows_has_a_positive_control(spec_for: Any) -> None:
+    for index in range(12):
+        spec = spec_for("F01", index)
+        ids = {t.id for t in compiler.compile_bundle(spec).hidden.tests}
+        assert {"regression.owner_read", "regression.admin_read", "regression.health"} <= ids
+        assert ("regression.shared_read" in ids) == spec.features.shared
+        assert ("regression.support_read" in ids) == spec.features.support_reads
+        assert ("regression.manager_read" in ids) == spec.features.manager_reads
+
+
+def test_tests_and_fixture_use_only_placeholders(spec_for: Any) -> None:
+    bundle = compiler.compile_bundle(spec_for("F05"))
+    fixture = json.dumps(bundle.hidden.fixture.model_dump())
+    assert "CANARY-" not in fixture and "tok_" not in fixture
+    kinds = {m.group(1) for m in PLACEHOLDER.finditer(fixture)}
+    assert {"id", "canary", "user", "token"} <= kinds
+
+
+def test_fixture_covers_every_table_the_app_creates(spec_for: Any) -> None:
+    spec = spec_for("F10")
+    tables = set(testkit.build_fixture(spec).tables)
+    schema = mutator.mutate(spec).vulnerable.files["app/db.py"]
+    created = {line.split()[5] for line in schema.splitlines() if "CREATE TABLE" in line}
+    assert created == tables
+
+
+def test_leaky_workspace_is_refused() -> None:
+    with pytest.raises(ScenarioError, match="reveals the bug"):
+        compiler.lint_workspace({"app/x.py": "# TODO: IDOR here\n"})
+    with pytest.raises(ScenarioError, match="version-control"):
+        compiler.lint_workspace({".git/HEAD": "ref: refs/heads/main\n"})
+
+
+def test_reference_fix_and_traps_are_patches_against_the_workspace(spec_for: Any) -> None:
+    bundle = compiler.compile_bundle(spec_for("F02", 1))
+    fixed = bundle.patched_workspace(bundle.hidden.reference_fix)
+    assert fixed != dict(bundle.workspace)
+    for patch in bundle.hidden.traps.values():
+        trapped = bundle.patched_workspace(patch)
+        assert trapped != fixed and trapped != dict(bundle.workspace)

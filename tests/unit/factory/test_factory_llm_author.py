@@ -1,0 +1,178 @@
+"""The LLM author against a small local OpenAI-compatible server that returns canned drafts.
+
+This checks the *wiring* (client, JSON parsing, pydantic validation, retries with the errors
+fed back, error reporting), not the quality of any model: the server replays fixed replies.
+The server binds 127.0.0.1 on a free port and is shut down through its handle.
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from a01gym.factory import author, config
+from a01gym.factory.author import AuthorError, DraftRequest
+from a01gym.factory.config import LLMConfig
+from a01gym.factory.llm_author import LLMAuthor
+
+
+class _FakeOpenAI:
+    """Replays ``replies`` (one per chat completion) and records the requests."""
+
+    def __init__(self, replies: list[str]) -> None:
+        self.replies = list(replies)
+        self.requests: list[dict[str, Any]] = []
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", "0"))
+                fake.requests.append(json.loads(self.rfile.read(length)))
+                content = fake.replies.pop(0) if fake.replies else "{}"
+                body = json.dumps(
+                    {
+                        "id": "chatcmpl-test",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": "canned",
+                        "choices": [
+                            {
+                                "index": 0,
+                                "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": content},
+                            }
+                        ],
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *_: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> _FakeOpenAI:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def request_and_valid_draft() -> Iterator[tuple[DraftRequest, str]]:
+    request = author.plan(config.FactoryConfig(count=1, families=["F01"]))[0]
+    yield request, author.TemplateAuthor().draft(request).model_dump_json()
+
+
+def _llm(base_url: str, attempts: int = 3) -> LLMAuthor:
+    return LLMAuthor(LLMConfig(base_url=base_url, model="canned", max_attempts=attempts))
+
+
+def test_invalid_draft_is_retried_with_the_errors_fed_back(
+    request_and_valid_draft: tuple[DraftRequest, str],
+) -> None:
+    request, valid = request_and_valid_draft
+    wrong = json.loads(valid)
+    wrong["bug"]["cwe"] = "CWE-22"
+    with _FakeOpenAI(["not json at all", json.dumps(wrong), valid]) as server:
+        spec = _llm(server.base_url).draft(request)
+    assert spec.bug.family == "F01" and spec.seed == request.seed
+    assert len(server.requests) == 3
+    second_feedback = server.requests[1]["messages"][-1]["content"]
+    third_feedback = server.requests[2]["messages"][-1]["content"]
+    assert "not JSON" in second_feedback
+    assert "bug" in third_feedback and "does not fit F01" in third_feedback
+    assert server.requests[0]["model"] == "canned"
+
+
+def test_never_valid_drafts_are_rejected_with_the_last_reason(
+    request_and_valid_draft: tuple[DraftRequest, str],
+) -> None:
+    request, valid = request_and_valid_draft
+    wrong = json.loads(valid)
+    del wrong["domain"]
+    with _FakeOpenAI([json.dumps(wrong)] * 2) as server, pytest.raises(AuthorError) as info:
+        _llm(server.base_url, attempts=2).draft(request)
+    assert len(server.requests) == 2
+    assert "no valid draft after 2 attempts" in info.value.reason
+    assert "domain" in info.value.reason
+
+
+def test_draft_for_the_wrong_family_is_refused(
+    request_and_valid_draft: tuple[DraftRequest, str],
+) -> None:
+    request, _ = request_and_valid_draft
+    other = author.TemplateAuthor().draft(
+        author.plan(config.FactoryConfig(count=1, families=["F10"]))[0]
+    )
+    with (
+        _FakeOpenAI([other.model_dump_json()]) as server,
+        pytest.raises(AuthorError, match=r"bug\.family must be 'F01'"),
+    ):
+        _llm(server.base_url, attempts=1).draft(request)
+
+
+def test_unreachable_endpoint_gives_a_clear_error(
+    request_and_valid_draft: tuple[DraftRequest, str],
+) -> None:
+    request, _ = request_and_valid_draft
+    with _FakeOpenAI([]) as server:
+        url = server.base_url  # a port that is free again once the server stops
+    with pytest.raises(AuthorError, match="unreachable") as info:
+        _llm(url).draft(request)
+    assert "base_url" in str(info.value)
+
+
+def test_missing_model_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("A01GYM_LLM_MODEL", raising=False)
+    with pytest.raises(AuthorError, match=r"author\.llm\.model"):
+        LLMAuthor(LLMConfig(base_url="http://127.0.0.1:9/v1"))
+
+
+def test_llm_author_satisfies_the_protocol() -> None:
+    assert isinstance(_llm("http://127.0.0.1:9/v1"), author.Author)
+
+
+async def test_build_records_llm_rejections_with_their_reason(
+    tmp_path: Any, request_and_valid_draft: tuple[DraftRequest, str]
+) -> None:
+    """End to end through the pipeline (gates off): a never-valid draft lands in the index."""
+    from a01gym.factory import pipeline
+    from a01gym.factory.cache import ScenarioCache
+
+    with _FakeOpenAI(["[1, 2, 3]"] * 4) as server:
+        cfg = config.FactoryConfig.model_validate(
+            {
+                "count": 2,
+                "families": ["F01"],
+                "author": {
+                    "kind": "llm",
+                    "llm": {"base_url": server.base_url, "model": "canned", "max_attempts": 2},
+                },
+                "gates": {"enabled": False},
+            }
+        )
+        summary = await pipeline.build(cfg, tmp_path / "cache")
+    assert summary.admitted == 0 and summary.rejected == 2
+    rejections = ScenarioCache(tmp_path / "cache").rejections()
+    assert [r.stage for r in rejections] == ["author", "author"]
+    assert all("no valid draft after 2 attempts" in r.reason for r in rejections)
+    assert {r.model for r in rejections} == {"canned"}
+    assert summary.per_family["F01"].reasons == {"author: no valid draft after 2 attempts": 2}

@@ -1,0 +1,99 @@
+"""ScenarioSpec validation: strict, and every error names the field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from a01gym.factory import families
+from a01gym.factory.spec import (
+    BugTarget,
+    PolicyFeatures,
+    PolicyRule,
+    ScenarioSpec,
+    canonical_policy,
+    policy_features,
+)
+
+
+def _data(**changes: object) -> dict[str, Any]:
+    from a01gym.factory import author, config
+
+    request = author.plan(config.FactoryConfig(count=1, families=["F01"]))[0]
+    data = author.TemplateAuthor().draft(request).model_dump(mode="json")
+    data.update(changes)
+    return data
+
+
+def test_template_spec_round_trips_through_json(spec_for: Any) -> None:
+    spec = spec_for("F02")
+    assert ScenarioSpec.model_validate_json(spec.model_dump_json()) == spec
+
+
+def test_extra_fields_are_forbidden() -> None:
+    with pytest.raises(ValidationError, match="surprise"):
+        ScenarioSpec.model_validate(_data(surprise=1))
+
+
+def test_unknown_family_is_rejected_with_the_catalog() -> None:
+    with pytest.raises(ValidationError, match="unknown family 'F99'"):
+        BugTarget(family="F99", cwe="CWE-639", sites=["record.read"])
+
+
+def test_cwe_must_fit_the_family() -> None:
+    with pytest.raises(ValidationError, match="does not fit F01"):
+        BugTarget(family="F01", cwe="CWE-22", sites=["record.read"])
+
+
+def test_sites_must_belong_to_the_family() -> None:
+    with pytest.raises(ValidationError, match="sites must be distinct members"):
+        BugTarget(family="F01", cwe="CWE-639", sites=["files.download"])
+
+
+def test_each_tenant_needs_two_users() -> None:
+    data = _data()
+    b_users = [a for a in data["actors"] if a["tenant"] == "b" and a["role"] == "user"]
+    data["actors"].remove(b_users[-1])
+    data["actors"].append({"name": "zed", "role": "user", "tenant": "a", "display_name": ""})
+    with pytest.raises(ValidationError, match="tenant 'b' needs at least 2"):
+        ScenarioSpec.model_validate(data)
+
+
+def test_unsupported_policy_names_the_rule() -> None:
+    data = _data()
+    data["policy"] = [r for r in data["policy"] if r["action"] != "delete"]
+    with pytest.raises(ValidationError, match=r"record\.delete: expected \['admin', 'owner'\]"):
+        ScenarioSpec.model_validate(data)
+
+
+@pytest.mark.parametrize("shared", [True, False])
+@pytest.mark.parametrize("admin_edits", [True, False])
+def test_policy_features_round_trip(shared: bool, admin_edits: bool) -> None:
+    features = PolicyFeatures(shared=shared, admin_edits=admin_edits)
+    assert policy_features(canonical_policy(features)) == features
+
+
+def test_policy_rule_sorts_principals() -> None:
+    rule = PolicyRule(resource="record", action="read", allow=["owner", "admin", "owner"])
+    assert rule.allow == ["admin", "owner"]
+
+
+def test_traps_must_fit_the_family() -> None:
+    with pytest.raises(ValidationError, match="traps must be distinct members"):
+        ScenarioSpec.model_validate(_data(traps=["strip_once"]))
+
+
+def test_difficulty_grows_with_knobs(spec_for: Any) -> None:
+    easy = spec_for("F01")
+    hard_knobs = easy.knobs.model_copy(update={"distance": "repository", "hint_level": 0})
+    hard = easy.model_copy(update={"knobs": hard_knobs, "decoys": ["request_id", "sort_column"]})
+    assert hard.difficulty() > easy.difficulty()
+    assert 0.0 <= easy.difficulty() <= 1.0
+
+
+def test_every_family_has_a_primary_cwe_in_its_list() -> None:
+    for fam in families.FAMILIES.values():
+        assert fam.cwe in fam.cwes
+        assert fam.owasp == "A01:2021"
