@@ -26,7 +26,7 @@ from a01gym.sandbox import isolation
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import AppState, AppStatus
 
-__all__ = ["AppProcess", "spawn_app_zygote"]
+__all__ = ["AppProcess", "accepts", "spawn_app_zygote"]
 
 _LOG_TAIL_BYTES = 4000
 
@@ -213,7 +213,7 @@ class AppProcess:
                 self.state = AppState.CRASHED
                 self.error = self._exit_reason(self._exited.pop(self.pid))
                 return self.status()
-            if _accepts(str(self._layout.app_sock)):
+            if accepts(str(self._layout.app_sock)):
                 self.state, self.error = AppState.RUNNING, None
                 self.start_ms = (time.perf_counter() - began) * 1000
                 return self.status()
@@ -225,7 +225,8 @@ class AppProcess:
         return self.status()
 
 
-def _accepts(path: str) -> bool:
+def accepts(path: str) -> bool:
+    """Whether a Unix socket at ``path`` accepts connections right now."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     probe.setblocking(False)
     try:

@@ -41,10 +41,13 @@ class SupervisorClient:
         sandbox_id: str | None = None,
         timeout_s: float = 30.0,
     ) -> None:
-        transport = httpx.AsyncHTTPTransport(uds=uds) if uds else None
+        # The control API is plain HTTP (a Unix socket, or a pod IP inside the cluster).
+        # verify=False skips building an SSL context: ~56 ms of CPU per client otherwise.
+        transport = httpx.AsyncHTTPTransport(uds=uds, verify=False) if uds else None
         self.sandbox_id = sandbox_id
         self._http = httpx.AsyncClient(
             transport=transport,
+            verify=False,
             base_url=base_url,
             headers={"Authorization": f"Bearer {token}"},
             timeout=timeout_s,

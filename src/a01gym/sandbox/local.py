@@ -31,7 +31,7 @@ from typing import Any
 
 from a01gym.config import SandboxSettings, get_settings
 from a01gym.errors import SandboxCapacityError, SandboxError, SandboxStartError
-from a01gym.sandbox import isolation
+from a01gym.sandbox import app_process, isolation
 from a01gym.sandbox.backend import PoolStats
 from a01gym.sandbox.client import SupervisorClient
 from a01gym.sandbox.layout import Layout
@@ -295,16 +295,10 @@ class LocalBackend:
         """Poll until the control socket answers; return the supervisor's token."""
         delay = 0.001
         while time.perf_counter() - started < _READY_TIMEOUT_S:
-            if layout.control_sock.exists() and layout.token.exists():
-                token = layout.token.read_text().strip()
-                probe = SupervisorClient(token=token, uds=str(layout.control_sock))
-                try:
-                    await probe.health()
-                    return token
-                except SandboxError:
-                    pass
-                finally:
-                    await probe.aclose()
+            # The token is written before the socket is created, so a socket that accepts
+            # means the supervisor is serving.
+            if layout.token.exists() and app_process.accepts(str(layout.control_sock)):
+                return layout.token.read_text().strip()
             await asyncio.sleep(delay)
             delay = min(delay * 1.5, 0.02)
         raise TimeoutError("control socket never answered")

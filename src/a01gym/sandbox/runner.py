@@ -30,7 +30,10 @@ EVIDENCE_CHARS = 400
 
 def render_actors(manifest: Manifest, values: FixtureValues) -> dict[str, dict[str, str]]:
     """Each actor's auth headers in this world (``anonymous`` has none)."""
-    actors = {actor.name: values.render(actor.headers) for actor in manifest.actors}
+    actors = {
+        actor.name: {k: str(v) for k, v in values.render(actor.headers).items()}
+        for actor in manifest.actors
+    }
     actors.setdefault("anonymous", {})
     return actors
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import enum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "NOT_JSON",
@@ -113,6 +113,14 @@ class Step(_Model):
     save: dict[str, str] = Field(
         default_factory=dict, description="variable name -> JSON path, used as {{var:name}}"
     )
+
+    @field_validator("headers", mode="before")
+    @classmethod
+    def _header_values_are_text(cls, value: Any) -> Any:
+        # A header that is exactly "{{id:x}}" renders to an int; on the wire it is text.
+        if isinstance(value, dict):
+            return {k: v if isinstance(v, str) else str(v) for k, v in value.items()}
+        return value
 
 
 class DbCheck(_Model):

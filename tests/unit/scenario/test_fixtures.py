@@ -48,3 +48,11 @@ def test_var_placeholder_needs_a_saved_value():
 def test_dict_keys_are_rendered_too():
     values = FixtureValues(1)
     assert values.render({"{{user:a}}": 1}) == {values.value("user", "a"): 1}
+
+
+def test_a_header_that_is_exactly_an_id_stays_text():
+    from a01gym.scenario.httptest import Step
+
+    values = FixtureValues(4)
+    step = Step.model_validate(values.render({"path": "/x", "headers": {"X-Id": "{{id:a}}"}}))
+    assert step.headers["X-Id"] == str(values.value("id", "a"))
