@@ -9,8 +9,10 @@ Measures, on one build into a fresh temporary cache:
 * ``runs_per_candidate`` and ``compile_ms_mean`` for context.
 
 Targets (issue 3): ``validated_per_min`` ≥ 60 on 2 cores, ``yield`` ≥ 0.95, ``families`` ≥ 12,
-``domains`` ≥ 8. The machine's load average is reported too: the gates are CPU-bound, so a
-busy host lowers ``validated_per_min``.
+``domains`` ≥ 8. The gates are CPU-bound, so a busy shared host lowers ``validated_per_min``;
+the JSON therefore also reports the load average, the CPU seconds spent per candidate (this
+process plus every sandbox, all reaped by the end) and ``cpu_bound_per_min_2_cores``, the rate
+two otherwise idle cores would sustain at that CPU cost.
 
 Prints the JSON result and one summary line; ``--json-out FILE`` also writes the JSON.
 
@@ -23,6 +25,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -40,6 +43,15 @@ TARGETS = {
 }
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU of this process and every reaped descendant (sandboxes included)."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
+
+
 async def run(quick: bool, workers: int, count: int | None) -> dict[str, Any]:
     """One build; returns the metrics."""
     cfg = config.FactoryConfig(
@@ -55,7 +67,9 @@ async def run(quick: bool, workers: int, count: int | None) -> dict[str, Any]:
     del started
     with tempfile.TemporaryDirectory(prefix="a01gym-bench-factory-") as tmp:
         load_before = os.getloadavg()[0]
+        cpu_before = _cpu_seconds()
         summary = await pipeline.build(cfg, Path(tmp) / "cache")
+        cpu = _cpu_seconds() - cpu_before  # the backend has closed: sandboxes are reaped
         load_after = os.getloadavg()[0]
         entries = ScenarioCache(Path(tmp) / "cache").entries()
     runs = sum(2 + len(b.hidden.traps) for b in bundles)
@@ -69,6 +83,8 @@ async def run(quick: bool, workers: int, count: int | None) -> dict[str, Any]:
         "build_seconds": round(summary.duration_s, 1),
         "gate_seconds": round(summary.gate_duration_s, 1),
         "runs_per_candidate": round(runs / len(bundles), 2),
+        "cpu_s_per_candidate": round(cpu / summary.candidates, 3),
+        "cpu_bound_per_min_2_cores": round(2 * 60 * summary.candidates / cpu, 1),
         "compile_ms_mean": round(compile_ms, 1),
         "workers": workers,
         "cpus": os.cpu_count(),

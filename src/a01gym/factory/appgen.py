@@ -116,7 +116,10 @@ class _Renderer(appdata.DataMixin, approutes.RoutesMixin):
         if self.distance == "service":
             files["app/services.py"] = self.services()
         files["app/main.py"] = self.main()
-        files = {path: text.rstrip("\n") + "\n" for path, text in files.items()}
+        files = {
+            path: "\n".join(line.rstrip() for line in text.rstrip().splitlines()) + "\n"
+            for path, text in files.items()
+        }
         return RenderedApp(files=files, routes=sorted(set(self.routes)))
 
     # -- foundations -------------------------------------------------------------------------

@@ -132,3 +132,25 @@ def test_reference_fix_and_traps_are_patches_against_the_workspace(spec_for: Any
     for patch in bundle.hidden.traps.values():
         trapped = bundle.patched_workspace(patch)
         assert trapped != fixed and trapped != dict(bundle.workspace)
+
+
+def test_hashes_do_not_depend_on_the_process() -> None:
+    """Rebuilds in fresh interpreters (different PYTHONHASHSEED) give byte-identical hashes."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "from a01gym.factory import author, config, compiler\n"
+        "for r in author.plan(config.FactoryConfig(count=13, seed=8)):\n"
+        "    bundle = compiler.compile_bundle(author.TemplateAuthor().draft(r))\n"
+        "    print(bundle.manifest.content_hash)\n"
+    )
+    outputs = []
+    for hash_seed in ("1", "2"):
+        env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
+        outputs.append(done.stdout.split())
+    assert outputs[0] == outputs[1] and len(outputs[0]) == 13
