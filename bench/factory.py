@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import report
 from a01gym.factory import author, compiler, config, pipeline
 from a01gym.factory.cache import ScenarioCache
 
@@ -104,29 +103,7 @@ def main() -> None:
     args = parser.parse_args()
     began = time.perf_counter()
     metrics = asyncio.run(run(args.quick, args.workers, args.count))
-    verdicts = {
-        name: (metrics[name] <= bound if op == "<=" else metrics[name] >= bound)
-        for name, (op, bound) in TARGETS.items()
-    }
-    report = {
-        "benchmark": "factory",
-        "quick": args.quick,
-        "seconds": round(time.perf_counter() - began, 1),
-        "metrics": metrics,
-        "targets": {k: f"{op} {bound}" for k, (op, bound) in TARGETS.items()},
-        "meets_targets": verdicts,
-    }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json_out:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        args.json_out.write_text(text + "\n")
-    summary = ", ".join(f"{k}={metrics[k]}{'' if verdicts[k] else ' (MISS)'}" for k in TARGETS)
-    print(
-        f"factory bench: {summary}; load {metrics['load_avg_1m']}; "
-        f"{sum(verdicts.values())}/{len(verdicts)} targets met",
-        file=sys.stderr,
-    )
+    report.emit("factory", metrics, TARGETS, quick=args.quick, began=began, json_out=args.json_out)
 
 
 if __name__ == "__main__":

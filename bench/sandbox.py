@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import psutil
 
+import report
 from a01gym.sandbox import protocol
 from a01gym.sandbox.local import LocalBackend, LocalSandbox
 from a01gym.scenario.bundle import Bundle
@@ -145,28 +144,7 @@ def main() -> None:
     args = parser.parse_args()
     began = time.perf_counter()
     metrics = asyncio.run(run(args.quick))
-    verdicts = {
-        name: (metrics[name] <= bound if op == "<=" else metrics[name] >= bound)
-        for name, (op, bound) in TARGETS.items()
-    }
-    report = {
-        "benchmark": "sandbox",
-        "quick": args.quick,
-        "seconds": round(time.perf_counter() - began, 1),
-        "metrics": metrics,
-        "targets": {k: f"{op} {bound}" for k, (op, bound) in TARGETS.items()},
-        "meets_targets": verdicts,
-    }
-    text = json.dumps(report, indent=2)
-    print(text)
-    if args.json_out:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        args.json_out.write_text(text + "\n")
-    summary = ", ".join(f"{k}={metrics[k]}{'' if verdicts[k] else ' (MISS)'}" for k in TARGETS)
-    print(
-        f"sandbox bench: {summary}; {sum(verdicts.values())}/{len(verdicts)} targets met",
-        file=sys.stderr,
-    )
+    report.emit("sandbox", metrics, TARGETS, quick=args.quick, began=began, json_out=args.json_out)
 
 
 if __name__ == "__main__":
