@@ -22,7 +22,7 @@ import sys
 import time
 import traceback
 
-from a01gym.sandbox import isolation
+from a01gym.sandbox import isolation, server
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import AppState, AppStatus
 
@@ -120,7 +120,7 @@ def _run_app(layout: Layout, caps: isolation.Capabilities, entrypoint: str) -> N
             loop="asyncio",
             timeout_keep_alive=3600,  # the supervisor is the only client; keep its connections
         )
-        uvicorn.Server(config).run()
+        server.QuietServer(config).run()
     except BaseException:
         if code != 3:
             traceback.print_exc()

@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from a01gym.sandbox import app_process, isolation, protocol
+from a01gym.sandbox import app_process, isolation, protocol, server
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import ErrorCode
 from a01gym.sandbox.supervisor import Supervisor, SupervisorError, SupervisorLimits
@@ -214,7 +214,7 @@ def serve(
         timeout_keep_alive=3600,
         **where,
     )
-    uvicorn.Server(config).run()
+    server.QuietServer(config).run()
 
 
 def main(argv: list[str] | None = None) -> None:
