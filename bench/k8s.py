@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -97,6 +98,18 @@ async def run(stack: Stack, samples: int, burst: int, burst_pool: int) -> dict[s
     return results
 
 
+TARGETS = {
+    "warm_ready_ms_p50": ("<=", 150.0),
+    "cold_ready_ms_p50": ("<=", 2000.0),
+    "burst_500_orphans": ("==", 0),
+    "burst_500_s": ("<=", 60.0),
+}
+
+
+def _meets(value: float, op: str, target: float) -> bool:
+    return value <= target if op == "<=" else value == target
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer latency samples")
@@ -106,14 +119,29 @@ def main() -> None:
     args = parser.parse_args()
     samples = 10 if args.quick else 40
     workdir = Path(tempfile.mkdtemp(prefix="a01gym-bench-k8s-"))
+    load_before = os.getloadavg()[0]
+    started = time.perf_counter()
     stack = Stack(workdir, namespace="bench").start()
     try:
         results = asyncio.run(run(stack, samples, args.burst, args.burst_pool))
     finally:
         stack.stop()
+    targets = {k: v for k, v in TARGETS.items() if k in results}
+    report = {
+        "benchmark": "k8s",
+        "quick": args.quick,
+        "seconds": round(time.perf_counter() - started, 1),
+        "metrics": {
+            **results,
+            "cpus": os.cpu_count(),
+            "load_avg_1m": [round(load_before, 2), round(os.getloadavg()[0], 2)],
+        },
+        "targets": {k: f"{op} {t}" for k, (op, t) in targets.items()},
+        "meets_targets": {k: _meets(results[k], op, t) for k, (op, t) in targets.items()},
+    }
     if args.json_out:
-        args.json_out.write_text(json.dumps(results, indent=2) + "\n")
-    print(" ".join(f"{k}={v}" for k, v in results.items()))
+        args.json_out.write_text(json.dumps(report, indent=2) + "\n")
+    print(" ".join(f"{k}={v}" for k, v in report["metrics"].items()))
 
 
 if __name__ == "__main__":

@@ -83,6 +83,7 @@ class Reconciler:
         self._touched: dict[str, float] = {}
         self._last_resync = time.monotonic()
         self._pool_status: dict[str, dict[str, Any]] = {}
+        self._primed_at = _now()
 
     # -- paths -------------------------------------------------------------------------------
     def _episodes(self, name: str | None = None, sub: str | None = None) -> str:
@@ -104,6 +105,7 @@ class Reconciler:
         Priming before any watch event is handled means a restarted operator counts the
         pods it already has instead of refilling pools from an empty view.
         """
+        self._primed_at = _now()
         await self.resync()
         self._tasks = [
             asyncio.create_task(self._pool_loop(), name="a01gym-pools"),
@@ -227,8 +229,10 @@ class Reconciler:
                 body, "Expired", "TTLExpired", f"TTL of {spec.get('ttlSeconds')}s elapsed"
             )
             return
-        pods = [p for p in self.store.pods_of_episode(uid) if not p.deleting]
-        if not pods:
+        known = self.store.pods_of_episode(uid)
+        pods = [p for p in known if not p.deleting]
+        # A pod the store sees being deleted is not missing: no need to ask the API.
+        if not known and self._store_may_miss(meta, (body.get("status") or {}).get("phase")):
             pods = await self._api_pods_of(uid)
         if not pods and phase in ("Binding", "Ready"):
             await self._finish(
@@ -289,7 +293,24 @@ class Reconciler:
             elapsed = max((ready_at - created).total_seconds(), 0.0)
             source = status.get("sandboxSource", "Cold").lower()
             self.metrics.claim_latency.labels(source).observe(elapsed)
-            self._event(body, "Normal", "Ready", f"sandbox {pod.name} ready at {endpoint}")
+            kind = "warm pool pod" if source == "warm" else "cold-started pod"
+            self._event(body, "Normal", "Ready", f"{kind} {pod.name} ready at {endpoint}")
+
+    def _store_may_miss(self, meta: dict[str, Any], phase: str | None) -> bool:
+        """Whether the store alone may not know this Episode's pod, so the API must be asked.
+
+        The store is primed by a LIST at start and every pod this process creates or claims
+        is folded in from the API's answer, so for an Episode created after the priming
+        with no status yet, "no pod in the store" is the truth: a LIST per new Episode
+        (hundreds in a burst) would only repeat it. Older Episodes (a restart may have
+        crashed between claim and status write) and bound ones (before declaring the pod
+        lost) are checked against the API server.
+        """
+        if phase is not None:
+            return True
+        created = _parse(meta.get("creationTimestamp"))
+        # Timestamps have one-second resolution: anything in the priming second is re-checked.
+        return created is None or created <= self._primed_at
 
     async def _bind(self, body: dict[str, Any], init: dict[str, Any]) -> PodView | None:
         """Claim a warm pool pod or create a cold one; ``None`` when it cannot (yet)."""
@@ -325,7 +346,9 @@ class Reconciler:
                     await self._finish(body, "Failed", "InvalidSpec", str(exc))
                     return None
                 raise
-        self._event(body, "Normal", "Claimed" if source == "Warm" else "ColdStart", pod.name)
+        # No event here: the Ready event names the pod and its source (one Event per
+        # Episode, not two, halves what a burst of Episodes costs the API server in Events).
+        logger.debug("Episode %s bound to %s pod %s", meta["name"], source.lower(), pod.name)
         return pod
 
     async def _claim(self, body: dict[str, Any], pool: str) -> PodView | None:
@@ -506,8 +529,8 @@ class Reconciler:
 
     async def _delete_pods_of(self, uid: str, *, from_api: bool = False) -> None:
         pods = self.store.pods_of_episode(uid)
-        if from_api:
-            pods = [*pods, *await self._api_pods_of(uid)]
+        if from_api and not pods:  # the store knows no pod: make sure the API does not either
+            pods = await self._api_pods_of(uid)
         for name in {p.name for p in pods if not p.deleting}:
             await self._delete_pod(name)
 

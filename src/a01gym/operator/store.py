@@ -90,6 +90,8 @@ class Store:
         self.pools: dict[str, dict[str, Any]] = {}
         self.reserved: set[str] = set()
         """Idle pods with a claim in flight in this process (skipped by other claims)."""
+        self._by_episode: dict[str, set[str]] = {}
+        """Episode uid -> names of its pods: a reconcile must not scan every pod (O(n²))."""
 
     # -- pods --------------------------------------------------------------------------------
     def put_pod(self, body: dict[str, Any]) -> PodView:
@@ -100,16 +102,29 @@ class Store:
             or old.uid != view.uid
             or _newer(view.resource_version, old.resource_version)
         ):
+            self._unindex(old)
             self.pods[view.name] = view
+            if view.episode_uid:
+                self._by_episode.setdefault(view.episode_uid, set()).add(view.name)
         return self.pods[view.name]
 
     def drop_pod(self, name: str, uid: str | None = None) -> None:
         old = self.pods.get(name)
         if old is not None and (uid is None or old.uid == uid):
+            self._unindex(old)
             del self.pods[name]
 
+    def _unindex(self, view: PodView | None) -> None:
+        if view is None or not view.episode_uid:
+            return
+        names = self._by_episode.get(view.episode_uid)
+        if names is not None:
+            names.discard(view.name)
+            if not names:
+                del self._by_episode[view.episode_uid]
+
     def pods_of_episode(self, uid: str) -> list[PodView]:
-        return [p for p in self.pods.values() if p.episode_uid == uid]
+        return [self.pods[n] for n in sorted(self._by_episode.get(uid, ()))]
 
     def pods_of_pool(self, pool: str) -> Iterator[PodView]:
         return (p for p in self.pods.values() if p.pool == pool)

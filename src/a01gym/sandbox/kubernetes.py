@@ -202,19 +202,43 @@ _PATCH_TYPES = {
 
 
 class KubeClient:
-    """Minimal async Kubernetes REST client (JSON only) over one httpx connection pool."""
+    """Minimal async Kubernetes REST client (JSON only) over two httpx connection pools.
 
-    def __init__(self, credentials: KubeCredentials, *, timeout_s: float = 30.0) -> None:
+    Requests share a bounded pool of keep-alive connections: in a burst, hundreds of
+    concurrent requests queue for a connection here instead of each opening (and, past the
+    keep-alive limit, closing again) its own TLS connection, a handshake that costs more CPU
+    than the request. Watches hold their connection for minutes, so they get their own
+    unbounded pool and can never starve (or deadlock) the requests.
+    """
+
+    def __init__(
+        self, credentials: KubeCredentials, *, timeout_s: float = 30.0, max_connections: int = 16
+    ) -> None:
         self.credentials = credentials
+        verify = credentials.ssl_context()
         self._http = httpx.AsyncClient(
             base_url=credentials.server,
-            verify=credentials.ssl_context(),
+            verify=verify,
+            # Waiting for a pooled connection is not a failure; callers bound their own waits.
+            timeout=httpx.Timeout(timeout_s, pool=None),
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+        )
+        # Admission to the request pool: httpcore re-scans its whole queue of waiting
+        # requests each time a connection frees up (quadratic in a burst); waiting here is
+        # O(1) and keeps that queue no longer than the pool.
+        self._slots = asyncio.Semaphore(max_connections)
+        self._watch_http = httpx.AsyncClient(
+            base_url=credentials.server,
+            verify=verify,
             timeout=timeout_s,
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=64),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=16),
         )
 
     async def aclose(self) -> None:
         await self._http.aclose()
+        await self._watch_http.aclose()
 
     def _headers(self, content_type: str | None = None) -> dict[str, str]:
         headers = {"Accept": "application/json"}
@@ -241,13 +265,14 @@ class KubeClient:
         """
         for attempt in range(8):
             try:
-                response = await self._http.request(
-                    method,
-                    path,
-                    params=params,
-                    content=None if body is None else json.dumps(body),
-                    headers=self._headers(content_type if body is not None else None),
-                )
+                async with self._slots:
+                    response = await self._http.request(
+                        method,
+                        path,
+                        params=params,
+                        content=None if body is None else json.dumps(body),
+                        headers=self._headers(content_type if body is not None else None),
+                    )
             except httpx.TransportError as exc:
                 raise SandboxError(
                     f"Kubernetes API unreachable ({exc.__class__.__name__}: {exc})"
@@ -301,7 +326,7 @@ class KubeClient:
         query.update(watch="1", timeoutSeconds=str(timeout_s), allowWatchBookmarks="true")
         if resource_version:
             query["resourceVersion"] = resource_version
-        async with self._http.stream(
+        async with self._watch_http.stream(
             "GET", path, params=query, headers=self._headers(), timeout=timeout_s + 10
         ) as response:
             if response.status_code >= 400:
@@ -344,18 +369,36 @@ class KubernetesBackendSettings(BaseModel):
 
 @dataclasses.dataclass(eq=False)
 class KubernetesSandbox:
-    """A sandbox behind one Episode."""
+    """A sandbox behind one Episode.
+
+    The supervisor client is built on first use: an httpx client costs tens of milliseconds
+    of CPU (it loads a CA bundle even for plain-HTTP URLs), which a gateway acquiring
+    hundreds of sandboxes at once should not pay for ones it releases unused.
+    """
 
     id: str
     uid: str
-    client: SupervisorClient
     endpoint: str
     created: bool
+    token: str = dataclasses.field(repr=False)
     released: bool = False
+    _client: SupervisorClient | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def client(self) -> SupervisorClient:
+        if self._client is None:
+            self._client = SupervisorClient(
+                base_url=f"http://{self.endpoint}", token=self.token, sandbox_id=self.id
+            )
+        return self._client
 
     @property
     def alive(self) -> bool:
         return not self.released
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
 
 
 class KubernetesBackend:
@@ -442,7 +485,7 @@ class KubernetesBackend:
             uid=episode["metadata"]["uid"],
             endpoint=endpoint,
             created=created,
-            client=SupervisorClient(base_url=f"http://{endpoint}", token=token, sandbox_id=name),
+            token=token,
         )
         self._in_use[name] = sandbox
         self._spawned_total += 1
@@ -454,7 +497,7 @@ class KubernetesBackend:
             return
         sandbox.released = True
         self._in_use.pop(sandbox.id, None)
-        await sandbox.client.aclose()
+        await sandbox.aclose()
         if self._kube is not None:
             await self._kube.delete(self._path(sandbox.id), uid=sandbox.uid)
 

@@ -21,13 +21,16 @@ import itertools
 import os
 import shutil
 import signal
+import socket
 import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from a01gym.sandbox import control
+# Imported lazily by uvicorn when a server starts; importing them once here means every
+# forked pod starts without importing anything.
+from a01gym.sandbox import control, isolation
 from a01gym.sandbox.kubernetes import KubeApiError, KubeClient, KubeCredentials
 
 NODE = "process-kubelet"
@@ -45,7 +48,9 @@ class ProcessKubelet:
         self.starting: set[str] = set()
         a, b = ip_prefix.split(".")
         self.ips = (f"{a}.{b}.{i // 250}.{i % 250 + 2}" for i in itertools.count())
-        self.http = httpx.AsyncClient(timeout=1.0)
+        # Containers starting at once: a burst of pods queues here instead of hundreds of
+        # supervisors and probes fighting for two cores (a real kubelet serialises too).
+        self.slots = asyncio.Semaphore(16)
 
     def path(self, name: str = "", sub: str = "") -> str:
         return f"/api/v1/namespaces/{self.ns}/pods" + (f"/{name}" if name else "") + sub
@@ -103,7 +108,8 @@ class ProcessKubelet:
                     "target": {"apiVersion": "v1", "kind": "Node", "name": NODE},
                 }
                 await self.kube.create(self.path(name, "/binding"), binding)
-            ip = next(self.ips)
+            port = spec["containers"][0]["ports"][0]["containerPort"]
+            ip = self.free_ip(port)
             workdir = self.root / f"{name}-{uid[:8]}"
             mounts = await self.volumes(spec, workdir)
             container = spec["containers"][0]
@@ -111,15 +117,17 @@ class ProcessKubelet:
             argv = [sys.executable if a == "python" else _remap(a, mounts) for a in argv]
             if argv[1:3] != ["-m", "a01gym.sandbox.control"]:
                 raise RuntimeError(f"unsupported container command {argv}")
-            pid = _fork([*argv[3:], "--host", ip], workdir / "container.log")
-            self.running[uid] = (pid, workdir)
-            self.names[uid] = name
-            port = container["ports"][0]["containerPort"]
-            for _ in range(200):
-                with contextlib.suppress(httpx.HTTPError):
-                    if (await self.http.get(f"http://{ip}:{port}/healthz")).status_code == 200:
+            async with self.slots:
+                pid = _fork([*argv[3:], "--host", ip], workdir / "container.log")
+                self.running[uid] = (pid, workdir)
+                self.names[uid] = name
+                # The readiness probe: GET /healthz until it answers 200 (for up to ~4 s).
+                delay = 0.005
+                for _ in range(100):
+                    if await _probe(ip, port, "/healthz"):
                         break
-                await asyncio.sleep(0.02)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 1.5, 0.05)
             now = _now()
             ready = [
                 {"type": t, "status": "True", "lastTransitionTime": now}
@@ -152,6 +160,19 @@ class ProcessKubelet:
         finally:
             self.starting.discard(uid)
 
+    def free_ip(self, port: int) -> str:
+        """The next pod IP whose ``port`` is free: other stacks (a parallel test run) may
+        be using the same 127.x addresses, and a supervisor that cannot bind exits."""
+        for _ in range(1000):
+            ip = next(self.ips)
+            with socket.socket() as probe:
+                try:
+                    probe.bind((ip, port))
+                except OSError:
+                    continue
+            return ip
+        raise RuntimeError("no free pod IP")
+
     async def volumes(self, spec: dict[str, Any], workdir: Path) -> dict[str, Path]:
         local: dict[str, Path] = {}
         for volume in spec.get("volumes", []):
@@ -183,6 +204,8 @@ class ProcessKubelet:
         return mounts
 
     def kill(self, uid: str) -> None:
+        """SIGKILL a pod's processes now; reap them and remove its directory off the event
+        loop (a burst of deletions must not stall the watch and the API calls)."""
         entry = self.running.pop(uid, None)
         self.names.pop(uid, None)
         if entry is None:
@@ -190,9 +213,12 @@ class ProcessKubelet:
         pid, workdir = entry
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-        shutil.rmtree(workdir, ignore_errors=True)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            _reap(pid, workdir)
+            return
+        loop.run_in_executor(None, _reap, pid, workdir)
 
     async def monitor(self) -> None:
         """Reap children; a container that exits on its own ends its pod."""
@@ -228,12 +254,40 @@ class ProcessKubelet:
                         )
 
     def shutdown(self) -> None:
-        """SIGKILL every pod's process group first, then reap (fast even with 500 pods)."""
+        """SIGKILL every pod's process group, then reap (fast even with 500 pods: the pod
+        directories go with the test's workdir, not one rmtree each)."""
         for pid, _ in self.running.values():
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(pid, signal.SIGKILL)
-        for uid in list(self.running):
-            self.kill(uid)
+        for pid, _ in self.running.values():
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        self.running.clear()
+
+
+def _reap(pid: int, workdir: Path) -> None:
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+    shutil.rmtree(workdir, ignore_errors=True)
+
+
+async def _probe(host: str, port: int, path: str) -> bool:
+    """One HTTP/1.1 GET on a fresh connection; True on a 200 (what an httpGet probe does,
+    without an HTTP client library's per-request overhead)."""
+    writer = None
+    try:
+        async with asyncio.timeout(1.0):
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(
+                f"GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n".encode()
+            )
+            status = await reader.readline()
+            return status.split(b" ", 2)[1:2] == [b"200"]
+    except (OSError, TimeoutError, IndexError):
+        return False
+    finally:
+        if writer is not None:
+            writer.close()
 
 
 def _remap(arg: str, mounts: dict[str, Path]) -> str:
@@ -244,11 +298,16 @@ def _remap(arg: str, mounts: dict[str, Path]) -> str:
 
 
 def _fork(args: list[str], log: Path) -> int:
+    parent = os.getpid()
     pid = os.fork()
     if pid:
         return pid
     try:
         os.setsid()
+        # A kubelet that dies (even by SIGKILL) takes its pods with it: no orphaned supervisors.
+        isolation.die_with_parent()
+        if os.getppid() != parent:
+            os._exit(1)
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
@@ -264,7 +323,8 @@ async def _main() -> None:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--root", type=Path, required=True)
-    parser.add_argument("--ip-prefix", default="127.77")
+    # Distinct per kubelet, so parallel stacks on one machine rarely meet (free_ip copes).
+    parser.add_argument("--ip-prefix", default=f"127.{64 + os.getpid() % 160}")
     args = parser.parse_args()
     args.root.mkdir(parents=True, exist_ok=True)
     kube = KubeClient(KubeCredentials.load(args.kubeconfig))

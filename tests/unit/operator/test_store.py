@@ -1,0 +1,37 @@
+"""The operator's store: newer writes win, and the per-Episode pod index follows relabels."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a01gym.operator import labels
+from a01gym.operator.store import Store
+
+
+def _pod(name: str, rv: str, uid: str = "pod-uid", **pod_labels: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "uid": uid, "resourceVersion": rv, "labels": pod_labels},
+        "status": {"phase": "Running"},
+    }
+
+
+def test_pods_of_episode_follows_claims_relabels_and_drops() -> None:
+    store = Store()
+    store.put_pod(_pod("p1", "1", **{labels.STATE: labels.STATE_IDLE}))
+    assert store.pods_of_episode("e1") == []
+    store.put_pod(_pod("p1", "2", **{labels.EPISODE_UID: "e1"}))
+    store.put_pod(_pod("p2", "3", uid="u2", **{labels.EPISODE_UID: "e1"}))
+    assert [p.name for p in store.pods_of_episode("e1")] == ["p1", "p2"]
+    store.put_pod(_pod("p1", "4", **{labels.EPISODE_UID: "e2"}))
+    assert [p.name for p in store.pods_of_episode("e1")] == ["p2"]
+    assert [p.name for p in store.pods_of_episode("e2")] == ["p1"]
+    store.drop_pod("p2", "u2")
+    assert store.pods_of_episode("e1") == []
+
+
+def test_an_older_event_never_overwrites_a_newer_write() -> None:
+    store = Store()
+    store.put_pod(_pod("p1", "5", **{labels.EPISODE_UID: "e1"}))
+    store.put_pod(_pod("p1", "4", **{labels.STATE: labels.STATE_IDLE}))
+    assert [p.name for p in store.pods_of_episode("e1")] == ["p1"]
+    assert store.pods["p1"].resource_version == "5"
