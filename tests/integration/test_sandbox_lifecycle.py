@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from pathlib import Path
 
 import psutil
 import pytest
@@ -80,3 +81,50 @@ async def test_releasing_200_sandboxes_leaks_nothing(idor_bundle):
         assert after == before, f"(processes, fds, dirs) before={before} after={after}"
         root = backend.root
     assert not root.exists()
+
+
+_OWNER = """
+import asyncio, json, sys
+from a01gym.sandbox.local import LocalBackend
+from a01gym.scenario.bundle import Bundle
+
+async def main():
+    bundle = Bundle.load(sys.argv[1])
+    backend = LocalBackend(pool_size=1)
+    await backend.start()
+    uids = []
+    for _ in range(2):
+        sandbox = await backend.acquire()
+        await sandbox.client.load_workspace(bundle.workspace, entrypoint="app.main:app")
+        await sandbox.client.restart_app()
+        uids.append(backend.uid_of(sandbox))
+    print(json.dumps(uids), flush=True)
+    await asyncio.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+async def test_sandboxes_die_when_their_owner_is_sigkilled(tmp_path, full_isolation):
+    """No cleanup code runs on SIGKILL: the die-with-parent chain alone must end everything."""
+    import json
+    import subprocess
+    import sys
+
+    fixture = Path(__file__).parents[1] / "fixtures" / "idor_notes"
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _OWNER, str(fixture)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        uids = set(json.loads(await asyncio.to_thread(owner.stdout.readline)))
+        assert len([p for p in psutil.process_iter(["uids"]) if p.info["uids"].real in uids]) >= 6
+    finally:
+        owner.kill()
+        owner.wait()
+        owner.stdout.close()
+    for _ in range(100):
+        survivors = [p for p in psutil.process_iter(["uids"]) if p.info["uids"].real in uids]
+        if not survivors:
+            break
+        await asyncio.sleep(0.05)
+    assert survivors == []

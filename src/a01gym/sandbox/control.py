@@ -190,13 +190,14 @@ def serve(
     token_file: Path | None = None,
     host: str | None = None,
     port: int | None = None,
+    lifeline: int | None = None,
 ) -> None:
     """Run a supervisor until it is killed. Forks the app zygote first, then the token is
     read or made, so the app zygote's memory never holds it."""
     layout.create()
     zygote_socket = app_process.spawn_app_zygote(layout, capabilities)
     token = load_or_create_token(token_file or layout.token)
-    supervisor = Supervisor(layout, zygote_socket, limits)
+    supervisor = Supervisor(layout, zygote_socket, limits, lifeline=lifeline)
     where: dict[str, Any] = (
         {"host": host, "port": port} if port is not None else {"uds": str(layout.control_sock)}
     )

@@ -56,7 +56,15 @@ class SupervisorLimits:
 class Supervisor:
     """Holds one sandbox's state. Methods are called from a single event loop."""
 
-    def __init__(self, layout: Layout, app_zygote: socket.socket, limits: SupervisorLimits):
+    def __init__(
+        self,
+        layout: Layout,
+        app_zygote: socket.socket,
+        limits: SupervisorLimits,
+        *,
+        lifeline: int | None = None,
+    ) -> None:
+        self._lifeline = lifeline
         self.layout = layout
         self.limits = limits
         self.workspace = Workspace(layout.workspace, max_file_bytes=limits.max_file_bytes)
@@ -67,6 +75,11 @@ class Supervisor:
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.app.attach(loop)
+        if self._lifeline is not None:
+            # The read end of a pipe whose writer is our parent: EOF means the parent is
+            # gone. PR_SET_PDEATHSIG cannot do this here: as PID 1 of its namespace, the
+            # supervisor is shielded from it. Exiting tears the whole namespace down.
+            loop.add_reader(self._lifeline, os._exit, 0)
 
     async def close(self) -> None:
         await self.app.stop()

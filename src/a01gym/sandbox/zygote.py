@@ -262,16 +262,21 @@ def _sandbox_main(request: dict[str, Any], pid_pipe: int, caps: isolation.Capabi
     os.close(null)
     os.close(log)
     isolation.enter_namespaces(caps)
+    lifeline, holder = os.pipe()  # the waiter holds the write end until it dies
     supervisor_pid = os.fork()
     if supervisor_pid:
+        os.close(lifeline)
         os.write(3, f"{supervisor_pid}\n".encode())
         os.close(3)
         _, status = os.waitpid(supervisor_pid, 0)
         os._exit(max(0, os.waitstatus_to_exitcode(status)))
     os.close(3)
+    os.close(holder)
     limits = SandboxLimits.model_validate(request["limits"])
     isolation.enter_sandbox(directory, request["uid"], limits, caps)
-    control.serve(Layout(directory), SupervisorLimits(**request["supervisor"]), caps)
+    control.serve(
+        Layout(directory), SupervisorLimits(**request["supervisor"]), caps, lifeline=lifeline
+    )
     os._exit(0)
 
 
