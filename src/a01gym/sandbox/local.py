@@ -287,6 +287,9 @@ class LocalBackend:
                 token=token, uds=str(layout.control_sock), sandbox_id=sandbox_id
             ),
         )
+        # One request now opens the keep-alive connection and warms the supervisor's request
+        # path, off the acquire path (~5 ms saved on the first real call).
+        await sandbox.client.health()
         self._by_id[sandbox_id] = sandbox
         self._spawned_total += 1
         return sandbox

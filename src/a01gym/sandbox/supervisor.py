@@ -72,6 +72,7 @@ class Supervisor:
         self.entrypoint: str | None = None
         self.actors: dict[str, dict[str, str]] = {}
         self._http = AppClient(str(layout.app_sock))
+        self._warmup: asyncio.Future[None] | None = None
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.app.attach(loop)
@@ -121,7 +122,19 @@ class Supervisor:
         self._require_workspace()
         assert self.entrypoint is not None
         self._http.close()
-        return await self.app.start(self.entrypoint)
+        status = await self.app.start(self.entrypoint)
+        if status.state is protocol.AppState.RUNNING:
+            # A new app pays ~5 ms on its first request (uvicorn/Starlette per-connection and
+            # per-app setup). Pay it now, overlapped with our reply, not on the caller's first
+            # real request.
+            self._warmup = asyncio.ensure_future(self._warm_app())
+        return status
+
+    async def _warm_app(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._http.request(
+                "GET", "/", query={}, headers={}, body=b"", timeout=self.limits.app_start_timeout_s
+            )
 
     async def stop_app(self) -> protocol.AppStatus:
         await self.app.stop()

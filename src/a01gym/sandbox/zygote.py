@@ -63,6 +63,11 @@ PRELOAD = [
     "pydantic",
     "email.utils",
     "encodings.idna",
+    # tarfile.open("r:*") tries every compression on first use (workspace upload).
+    "tarfile",
+    "gzip",
+    "bz2",
+    "lzma",
     # Standard-library modules generated and agent-written apps commonly use.
     "asyncio",
     "base64",
