@@ -1,7 +1,9 @@
 """Per-episode sandboxes: the supervisor inside, the backends that create them outside.
 
-``supervisor`` (the logic) and ``control`` (its HTTP transport) run *inside* a sandbox;
-``zygote`` and ``isolation`` create sandboxes on one machine; ``local`` is the host-side
-backend with its warm ``pool``; ``client`` talks to a supervisor; ``runner`` runs declarative
-tests through a client; ``verification`` scores a candidate on a fresh sandbox.
+Inside a sandbox: ``supervisor`` (the logic: ``workspace``, ``app_process``, ``app_client``)
+behind ``control`` (its HTTP transport, on ``server``). On one machine: ``zygote`` forks
+sandboxes with ``isolation`` (``landlock``, namespaces, uids, rlimits) for the ``local``
+backend and its warm pool. On a cluster: the ``kubernetes`` backend. Either way callers use
+``backend`` handles and the ``client``; ``runner`` runs declarative tests through a client and
+``verification`` scores a candidate on a fresh sandbox.
 """
