@@ -261,16 +261,13 @@ class LocalBackend:
             token = await self._wait_ready(layout, started)
         except BaseException as exc:
             self._spawned.pop(sandbox_id, None)
+            log_file = layout.root / "supervisor.log"
+            log = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
             with contextlib.suppress(SandboxError):
                 await self._command({"op": "kill", "id": sandbox_id})
             shutil.rmtree(layout.root, ignore_errors=True)
             self._free_slots.append(slot)
             if isinstance(exc, TimeoutError | SandboxError):
-                log = (
-                    (layout.root / "supervisor.log").read_text(errors="replace")[-2000:]
-                    if (layout.root / "supervisor.log").exists()
-                    else ""
-                )
                 raise SandboxStartError(
                     f"sandbox did not become ready: {log.strip() or exc!r}",
                     sandbox_id=sandbox_id,
@@ -287,11 +284,15 @@ class LocalBackend:
                 token=token, uds=str(layout.control_sock), sandbox_id=sandbox_id
             ),
         )
-        # One request now opens the keep-alive connection and warms the supervisor's request
-        # path, off the acquire path (~5 ms saved on the first real call).
-        await sandbox.client.health()
         self._by_id[sandbox_id] = sandbox
         self._spawned_total += 1
+        try:
+            # One request now opens the keep-alive connection and warms the supervisor's
+            # request path, off the acquire path (~5 ms saved on the first real call).
+            await sandbox.client.health()
+        except BaseException:
+            await asyncio.shield(self.release(sandbox))  # also when the refill is cancelled
+            raise
         return sandbox
 
     async def _wait_ready(self, layout: Layout, started: float) -> str:
