@@ -179,6 +179,7 @@ class Reconciler:
             current = self.store.pools.get(meta["name"])
             if current is not None and current["metadata"]["uid"] == meta["uid"]:
                 del self.store.pools[meta["name"]]
+            self._pool_status.pop(meta["uid"], None)
         else:
             self.store.put_object(self.store.pools, body)
         self._pool_wake.set()
@@ -627,10 +628,13 @@ class Reconciler:
             pool_name=name,
             generation=pool["metadata"].get("generation", 1),
         )
-        if self._pool_status.get(name) != status:
+        # Keyed by uid: a pool deleted and re-created under the same name must get its
+        # status written even when it equals the old one's.
+        uid = pool["metadata"]["uid"]
+        if self._pool_status.get(uid) != status:
             try:
                 await self.kube.patch(self._pools(name, "status"), {"status": status})
-                self._pool_status[name] = status
+                self._pool_status[uid] = status
             except KubeApiError as exc:
                 if exc.status != 404:
                     raise

@@ -31,12 +31,15 @@ EXAMPLES = Path(__file__).parents[3] / "examples"
 @pytest_asyncio.fixture
 async def backend(stack: Stack, api: Api) -> AsyncIterator[KubernetesBackend]:
     await api.create_pool("gw", 2)
-    await api.wait_pool("gw", 2)
-    async with KubernetesBackend(
-        namespace=stack.namespace, pool="gw", kubeconfig=stack.gateway_kubeconfig
-    ) as started:
-        yield started
-    await api.kube.delete(api.path("sandboxpools", "gw"))
+    try:
+        await api.wait_pool("gw", 2)
+        async with KubernetesBackend(
+            namespace=stack.namespace, pool="gw", kubeconfig=stack.gateway_kubeconfig
+        ) as started:
+            yield started
+    finally:
+        await api.kube.delete(api.path("sandboxpools", "gw"))
+        await api.wait_gone("sandboxpools", "gw")
 
 
 async def test_backend_runs_an_episode_and_release_deletes_it(

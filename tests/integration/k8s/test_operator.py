@@ -132,6 +132,16 @@ async def test_pool_scales_up_and_down_through_the_scale_subresource(api: Api) -
         await asyncio.sleep(0.2)
 
 
+async def test_a_pool_recreated_under_the_same_name_gets_its_status(api: Api) -> None:
+    """The operator once cached the last status by name, so a re-created pool stayed blank."""
+    for _ in range(2):
+        await api.create_pool("again", 1)
+        pool = await api.wait_pool("again", 1)
+        assert pool["status"]["readyReplicas"] == 1
+        await api.kube.delete(api.path("sandboxpools", "again"))
+        await api.wait_gone("sandboxpools", "again")
+
+
 async def test_operator_killed_mid_claim_leaves_no_orphans_or_double_claims(
     api: Api, stack: Stack
 ) -> None:
