@@ -99,7 +99,10 @@ async def test_build_is_reproducible_and_split_holds_out(tmp_path: Path) -> None
 
 _BUILD = textwrap.dedent(
     """
-    import asyncio, sys
+    import asyncio, signal, sys
+    # Ctrl-C as in a terminal, even when this test runs under a job started with `&`, which
+    # inherits SIGINT as ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from a01gym.factory import config, pipeline
     cfg = config.FactoryConfig(count=60, seed=9, gates=config.GateConfig(workers=2))
     asyncio.run(pipeline.build(cfg, sys.argv[1]))
