@@ -128,3 +128,7 @@ async def test_sandboxes_die_when_their_owner_is_sigkilled(tmp_path, full_isolat
             break
         await asyncio.sleep(0.05)
     assert survivors == []
+    async with LocalBackend(pool_size=0) as backend:  # a new backend frees the dead one's files
+        assert not [
+            d for d in backend.settings.root.iterdir() if d.name.startswith(f"{owner.pid}-")
+        ]

@@ -43,6 +43,24 @@ logger = logging.getLogger(__name__)
 _READY_TIMEOUT_S = 20.0
 
 
+def _remove_stale(root: Path) -> None:
+    """Remove the directories of backends whose process is gone (killed without cleanup).
+
+    Each backend's directory is named ``<pid>-<random>``; the sandboxes under it died with
+    their owner, but nothing else would free their files (on /dev/shm, that is memory).
+    """
+    for entry in root.iterdir():
+        owner = entry.name.split("-", 1)[0]
+        if not owner.isdigit():
+            continue
+        try:
+            os.kill(int(owner), 0)
+        except ProcessLookupError:
+            shutil.rmtree(entry, ignore_errors=True)
+        except PermissionError:
+            pass  # alive, owned by someone else
+
+
 @dataclasses.dataclass(eq=False)
 class LocalSandbox:
     """A sandbox owned by a :class:`LocalBackend`."""
@@ -103,6 +121,7 @@ class LocalBackend:
         isolation.check(self.capabilities, self.settings.isolation)
         self.settings.root.mkdir(parents=True, exist_ok=True)
         self.settings.root.chmod(0o711)
+        _remove_stale(self.settings.root)
         self._root = self.settings.root / f"{os.getpid()}-{secrets.token_hex(3)}"
         self._root.mkdir(mode=0o711)
         command = [
