@@ -46,8 +46,9 @@ async def _settle(backend: LocalBackend) -> None:
 
 async def _ready(backend: LocalBackend, bundle: Bundle) -> LocalSandbox:
     sandbox = await backend.acquire()
-    await sandbox.client.load_workspace(bundle.workspace, entrypoint=bundle.manifest.entrypoint)
-    status = await sandbox.client.restart_app()
+    status = await sandbox.client.load_workspace(
+        bundle.workspace, entrypoint=bundle.manifest.entrypoint, start=True
+    )
     if status.state is not protocol.AppState.RUNNING:
         raise RuntimeError(status.error)
     response = await sandbox.client.request(protocol.ProxyRequest(path="/health"))

@@ -15,8 +15,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 async def _suite(backend, bundle, files):
     sandbox = await backend.acquire()
     try:
-        await sandbox.client.load_workspace(files, entrypoint=bundle.manifest.entrypoint)
-        status = await sandbox.client.restart_app()
+        status = await sandbox.client.load_workspace(
+            files, entrypoint=bundle.manifest.entrypoint, start=True
+        )
         assert status.state is protocol.AppState.RUNNING, status.error
         return await runner.run_suite(
             sandbox.client, bundle.manifest, bundle.hidden.fixture, bundle.hidden.tests, seed=99
@@ -79,6 +80,30 @@ async def test_syntax_error_is_reported_and_the_app_recovers(backend, idor_bundl
         assert status.state is protocol.AppState.RUNNING
         response = await client.request(protocol.ProxyRequest(path="/health"))
         assert response.status == 200
+    finally:
+        await backend.release(sandbox)
+
+
+async def test_loading_starts_the_app_only_when_asked(backend, idor_bundle):
+    sandbox = await backend.acquire()
+    try:
+        entrypoint = idor_bundle.manifest.entrypoint
+        loaded = await sandbox.client.load_workspace(idor_bundle.workspace, entrypoint=entrypoint)
+        assert loaded.state is protocol.AppState.STOPPED
+        started = await sandbox.client.load_workspace(
+            idor_bundle.workspace, entrypoint=entrypoint, start=True
+        )
+        assert started.state is protocol.AppState.RUNNING, started.error
+        assert started.start_ms is not None and started.start_ms > 0
+        response = await sandbox.client.request(protocol.ProxyRequest(path="/health"))
+        assert response.status == 200
+        broken = await sandbox.client.load_workspace(
+            {"app/__init__.py": b"", "app/main.py": b"def broken(:\n"},
+            entrypoint=entrypoint,
+            start=True,
+        )
+        assert broken.state is protocol.AppState.CRASHED
+        assert "SyntaxError" in (broken.error or "")
     finally:
         await backend.release(sandbox)
 

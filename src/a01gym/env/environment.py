@@ -491,10 +491,9 @@ class A01Environment:
             ) from again
         try:
             files = episode.bundle.patched_workspace(Patch(files=dict(episode.overlay)))
-            await sandbox.client.load_workspace(
-                files, entrypoint=episode.bundle.manifest.entrypoint
+            app = await sandbox.client.load_workspace(
+                files, entrypoint=episode.bundle.manifest.entrypoint, start=True
             )
-            app = await sandbox.client.restart_app()
             if app.state is protocol.AppState.RUNNING:
                 await tools.seed_visible_world(sandbox.client, episode.bundle)
         except SandboxError as again:

@@ -36,8 +36,9 @@ async def prepare(backend: SandboxBackend, bundle: Bundle) -> Sandbox:
     """
     sandbox = await backend.acquire()
     try:
-        await sandbox.client.load_workspace(bundle.workspace, entrypoint=bundle.manifest.entrypoint)
-        app = await sandbox.client.restart_app()
+        app = await sandbox.client.load_workspace(
+            bundle.workspace, entrypoint=bundle.manifest.entrypoint, start=True
+        )
         if app.state is not protocol.AppState.RUNNING:
             raise ScenarioError(
                 f"scenario {bundle.manifest.content_hash[:12]}: the unmodified app does not "

@@ -1,6 +1,6 @@
 """Per-episode sandboxes: the supervisor inside, the backends that create them outside.
 
-Inside a sandbox: ``supervisor`` (the logic: ``workspace``, ``app_process``, ``app_client``)
+Inside a sandbox: ``supervisor`` (the logic: ``workspace``, ``app_process``, ``http11``)
 behind ``control`` (its HTTP transport, on ``server``). On one machine: ``zygote`` forks
 sandboxes with ``isolation`` (``landlock``, namespaces, uids, rlimits) for the ``local``
 backend and its warm pool. On a cluster: the ``kubernetes`` backend. Either way callers use

@@ -6,6 +6,12 @@ that already has FastAPI and uvicorn imported (inherited from the machine-wide z
 (re)start of the app is one more fork from it: about 15 ms instead of the ~300 ms of a fresh
 interpreter. The app zygote and the app live in nested Landlock domains, so the app can read
 the workspace but write only ``app/``, and can neither signal nor trace the supervisor.
+
+A new app pays ~7 ms on its first request (FastAPI builds its included routes' effective
+state and the middleware stack lazily, anyio starts its worker thread). The app pays it before
+it reports ready, with one in-process request that matches no route, so no endpoint runs. It
+then writes to a readiness pipe that the app zygote relays, so the supervisor waits on an
+event instead of polling the socket.
 """
 
 from __future__ import annotations
@@ -21,14 +27,19 @@ import socket
 import sys
 import time
 import traceback
+from typing import Any
+
+import anyio.to_thread
 
 from a01gym.sandbox import isolation, server
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import AppState, AppStatus
 
-__all__ = ["AppProcess", "accepts", "spawn_app_zygote"]
+__all__ = ["AppProcess", "spawn_app_zygote"]
 
 _LOG_TAIL_BYTES = 4000
+_WARMUP_PATH = "/.well-known/a01gym-warmup"
+_WARMUP_TIMEOUT_S = 5.0
 
 
 def spawn_app_zygote(layout: Layout, capabilities: isolation.Capabilities) -> socket.socket:
@@ -50,32 +61,40 @@ def _app_zygote_main(sock: socket.socket, layout: Layout, caps: isolation.Capabi
     layout.app_dir.mkdir(exist_ok=True)
     isolation.restrict_app(layout.workspace, layout.app_dir, caps)
     selector = selectors.DefaultSelector()
-    selector.register(sock, selectors.EVENT_READ)
+    selector.register(sock, selectors.EVENT_READ, data=("command", 0))
     while True:
         for key, _ in selector.select():
-            if key.fileobj is sock:
+            kind, child = key.data
+            if kind == "command":
                 message = sock.recv(65536)
                 if not message:
                     return
                 request = json.loads(message)
+                ready_read, ready_write = os.pipe()
                 pid = os.fork()
                 if pid == 0:
                     selector.close()
                     sock.close()
-                    _run_app(layout, caps, request["entrypoint"])
-                pidfd = os.pidfd_open(pid)
-                selector.register(pidfd, selectors.EVENT_READ, data=pid)
+                    os.close(ready_read)
+                    _run_app(layout, caps, request["entrypoint"], ready_write)
+                os.close(ready_write)
+                selector.register(ready_read, selectors.EVENT_READ, data=("ready", pid))
+                selector.register(os.pidfd_open(pid), selectors.EVENT_READ, data=("exit", pid))
                 sock.send(json.dumps({"started": pid}).encode())
+            elif kind == "ready":
+                if os.read(key.fd, 1):
+                    sock.send(json.dumps({"ready": child}).encode())
+                selector.unregister(key.fd)
+                os.close(key.fd)
             else:
-                child = key.data
                 _, status = os.waitpid(child, 0)
-                selector.unregister(key.fileobj)
+                selector.unregister(key.fd)
                 os.close(key.fd)
                 code = os.waitstatus_to_exitcode(status)
                 sock.send(json.dumps({"exited": child, "code": code}).encode())
 
 
-def _run_app(layout: Layout, caps: isolation.Capabilities, entrypoint: str) -> None:
+def _run_app(layout: Layout, caps: isolation.Capabilities, entrypoint: str, ready_fd: int) -> None:
     """The app process: never returns."""
     code = 4
     try:
@@ -120,13 +139,56 @@ def _run_app(layout: Layout, caps: isolation.Capabilities, entrypoint: str) -> N
             loop="asyncio",
             timeout_keep_alive=3600,  # the supervisor is the only client; keep its connections
         )
-        server.QuietServer(config).run()
+        _AppServer(config, ready_fd).run()
     except BaseException:
         if code != 3:
             traceback.print_exc()
     finally:
         sys.stderr.flush()
         os._exit(code)
+
+
+class _AppServer(server.QuietServer):
+    """uvicorn that warms the app, then reports ready on ``ready_fd``."""
+
+    def __init__(self, config: Any, ready_fd: int) -> None:
+        super().__init__(config)
+        self._ready_fd = ready_fd
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.should_exit:  # lifespan startup failed; uvicorn exits with its message
+            return
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._warm(), _WARMUP_TIMEOUT_S)
+        os.write(self._ready_fd, b"r")
+        os.close(self._ready_fd)
+
+    async def _warm(self) -> None:
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0", "spec_version": "2.3"},
+            "http_version": "1.1",
+            "method": "GET",
+            "scheme": "http",
+            "path": _WARMUP_PATH,
+            "raw_path": _WARMUP_PATH.encode(),
+            "query_string": b"",
+            "root_path": "",
+            "headers": [(b"host", b"localhost")],
+            "client": ("127.0.0.1", 0),
+            "server": ("localhost", 80),
+            "state": dict(getattr(self.lifespan, "state", {})),
+        }
+
+        async def receive() -> dict[str, Any]:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        async def send(_: dict[str, Any]) -> None:
+            return None
+
+        await self.config.loaded_app(scope, receive, send)
+        await anyio.to_thread.run_sync(int)  # start the worker thread sync endpoints run on
 
 
 class AppProcess:
@@ -137,6 +199,7 @@ class AppProcess:
         self._sock = sock
         self._start_timeout_s = start_timeout_s
         self._started: asyncio.Future[int] | None = None
+        self._ready: asyncio.Future[None] | None = None
         self._exited: dict[int, int] = {}
         self.state = AppState.STOPPED
         self.pid: int | None = None
@@ -162,11 +225,17 @@ class AppProcess:
         message = json.loads(raw)
         if "started" in message and self._started and not self._started.done():
             self._started.set_result(message["started"])
+        elif "ready" in message:
+            if message["ready"] == self.pid and self._ready and not self._ready.done():
+                self._ready.set_result(None)
         elif "exited" in message:
             self._exited[message["exited"]] = message["code"]
-            if message["exited"] == self.pid and self.state is not AppState.STOPPED:
-                self.state = AppState.CRASHED
-                self.error = self._exit_reason(message["code"])
+            if message["exited"] == self.pid:
+                if self._ready and not self._ready.done():
+                    self._ready.set_result(None)
+                if self.state is not AppState.STOPPED:
+                    self.state = AppState.CRASHED
+                    self.error = self._exit_reason(message["code"])
 
     def _exit_reason(self, code: int) -> str:
         reason = f"the app exited with status {code}"
@@ -192,13 +261,14 @@ class AppProcess:
         self.pid, self.state, self.error = None, AppState.STOPPED, None
 
     async def start(self, entrypoint: str) -> AppStatus:
-        """(Re)start the app and wait until its socket accepts connections."""
+        """(Re)start the app and wait until it reports ready, exits, or times out."""
         await self.stop()
         began = time.perf_counter()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._layout.app_sock)
         loop = asyncio.get_running_loop()
         self._started = loop.create_future()
+        self._ready = loop.create_future()
         self.state = AppState.STARTING
         try:
             self._sock.send(json.dumps({"entrypoint": entrypoint}).encode())
@@ -206,33 +276,19 @@ class AppProcess:
         except (OSError, TimeoutError):
             self.state, self.error = AppState.CRASHED, "the app zygote did not respond"
             return self.status()
-        deadline = began + self._start_timeout_s
-        delay = 0.0005
-        while time.perf_counter() < deadline:
-            if self.pid in self._exited:
-                self.state = AppState.CRASHED
-                self.error = self._exit_reason(self._exited.pop(self.pid))
-                return self.status()
-            if accepts(str(self._layout.app_sock)):
-                self.state, self.error = AppState.RUNNING, None
-                self.start_ms = (time.perf_counter() - began) * 1000
-                return self.status()
-            await asyncio.sleep(delay)
-            delay = min(delay * 1.5, 0.002)
-        await self.stop()
-        self.state = AppState.CRASHED
-        self.error = f"the app did not start within {self._start_timeout_s:g}s\n{self.log_tail()}"
+        remaining = self._start_timeout_s - (time.perf_counter() - began)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self._ready), timeout=max(remaining, 0.001))
+        if self.pid in self._exited:
+            self.state = AppState.CRASHED
+            self.error = self._exit_reason(self._exited.pop(self.pid))
+        elif self._ready.done():
+            self.state, self.error = AppState.RUNNING, None
+            self.start_ms = (time.perf_counter() - began) * 1000
+        else:
+            await self.stop()
+            self.state = AppState.CRASHED
+            self.error = (
+                f"the app did not start within {self._start_timeout_s:g}s\n{self.log_tail()}"
+            )
         return self.status()
-
-
-def accepts(path: str) -> bool:
-    """Whether a Unix socket at ``path`` accepts connections right now."""
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.setblocking(False)
-    try:
-        probe.connect(path)
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True

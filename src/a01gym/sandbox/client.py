@@ -8,16 +8,20 @@ turn them into observations. Transport failures (the sandbox died) raise
 
 from __future__ import annotations
 
+import json
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
-
 from a01gym.errors import SandboxError, SandboxLostError, SandboxTimeoutError
 from a01gym.sandbox import protocol
+from a01gym.sandbox.http11 import BadResponseError, Http11Client
 from a01gym.scenario.bundle import pack_files
 
 __all__ = ["ControlError", "SupervisorClient"]
+
+# Whole workspaces and diffs come back through here; the supervisor bounds them far lower.
+_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
 
 
 class ControlError(Exception):
@@ -30,7 +34,7 @@ class ControlError(Exception):
 
 
 class SupervisorClient:
-    """Talks to one supervisor. Reuses one keep-alive connection pool."""
+    """Talks to one supervisor over keep-alive HTTP/1.1 (see :mod:`a01gym.sandbox.http11`)."""
 
     def __init__(
         self,
@@ -41,42 +45,68 @@ class SupervisorClient:
         sandbox_id: str | None = None,
         timeout_s: float = 30.0,
     ) -> None:
-        # The control API is plain HTTP (a Unix socket, or a pod IP inside the cluster).
-        # verify=False skips building an SSL context: ~56 ms of CPU per client otherwise.
-        transport = httpx.AsyncHTTPTransport(uds=uds, verify=False) if uds else None
+        headers = {"Authorization": f"Bearer {token}"}
+        if uds is not None:
+            self._http = Http11Client(uds=uds, max_body=_MAX_RESPONSE_BYTES, headers=headers)
+        else:
+            url = urllib.parse.urlsplit(base_url)
+            if url.scheme != "http" or not url.hostname:
+                raise ValueError(f"the control API is plain http://host:port, not {base_url!r}")
+            self._http = Http11Client(
+                host=url.hostname,
+                port=url.port or 80,
+                max_body=_MAX_RESPONSE_BYTES,
+                headers=headers,
+            )
         self.sandbox_id = sandbox_id
-        self._http = httpx.AsyncClient(
-            transport=transport,
-            verify=False,
-            base_url=base_url,
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=timeout_s,
-        )
+        self._timeout_s = timeout_s
 
     async def aclose(self) -> None:
-        await self._http.aclose()
+        self._http.close()
 
-    async def _call(self, method: str, url: str, **kwargs: Any) -> Any:
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str] | None = None,
+        json_body: Any = None,
+        content: bytes | None = None,
+        content_type: str = "application/octet-stream",
+    ) -> Any:
+        headers = {}
+        body = b""
+        if json_body is not None:
+            body, headers["Content-Type"] = json.dumps(json_body).encode(), "application/json"
+        elif content is not None:
+            body, headers["Content-Type"] = content, content_type
         try:
-            response = await self._http.request(method, url, **kwargs)
-        except httpx.TimeoutException as exc:
+            response = await self._http.request(
+                method,
+                path,
+                query=params or {},
+                headers=headers,
+                body=body,
+                timeout=self._timeout_s,
+            )
+        except TimeoutError as exc:
             raise SandboxTimeoutError(
-                f"{method} {url} timed out", sandbox_id=self.sandbox_id
+                f"{method} {path} timed out", sandbox_id=self.sandbox_id
             ) from exc
-        except httpx.TransportError as exc:
+        except (OSError, BadResponseError) as exc:
             raise SandboxLostError(
                 f"supervisor unreachable ({exc.__class__.__name__})",
                 sandbox_id=self.sandbox_id,
                 hint="the sandbox died; release it and acquire a new one",
             ) from exc
         try:
-            body = response.json() if response.content else None
-            if response.status_code < 400:
-                return body
-            error = protocol.ErrorBody.model_validate((body or {}).get("error"))
+            payload = json.loads(response.body) if response.body else None
+            if response.status < 400:
+                return payload
+            error = protocol.ErrorBody.model_validate((payload or {}).get("error"))
         except ValueError as exc:
             raise SandboxError(
-                f"supervisor failed on {method} {url} (HTTP {response.status_code})",
+                f"supervisor failed on {method} {path} (HTTP {response.status})",
                 sandbox_id=self.sandbox_id,
                 hint="see supervisor.log in the sandbox directory",
             ) from exc
@@ -86,20 +116,28 @@ class SupervisorClient:
     async def health(self) -> protocol.Health:
         return protocol.Health.model_validate(await self._call("GET", "/healthz"))
 
-    async def load_workspace(self, files: Mapping[str, bytes], *, entrypoint: str) -> None:
+    async def load_workspace(
+        self, files: Mapping[str, bytes], *, entrypoint: str, start: bool = False
+    ) -> protocol.AppStatus:
         """Replace the workspace with ``files`` (the new diff baseline) and empty the database.
 
         Args:
             files: path -> bytes of the whole workspace.
             entrypoint: the app's ``module:attribute`` (``manifest.entrypoint``).
+            start: also start the app, saving the round trip of :meth:`restart_app`.
+
+        Returns:
+            The app's status: ``stopped``, or with ``start`` what :meth:`restart_app` returns.
         """
-        await self._call(
+        params = {"entrypoint": entrypoint, "start": "true" if start else "false"}
+        status = await self._call(
             "PUT",
             "/workspace",
-            params={"entrypoint": entrypoint},
+            params=params,
             content=pack_files(files),
-            headers={"Content-Type": "application/x-tar"},
+            content_type="application/x-tar",
         )
+        return protocol.AppStatus.model_validate(status)
 
     async def restart_app(self) -> protocol.AppStatus:
         """Restart the app; a failed start is returned (state ``crashed``), not raised."""
@@ -116,13 +154,13 @@ class SupervisorClient:
         return (await self._call("GET", "/file", params={"path": path}))["content"]
 
     async def write_file(self, path: str, content: str) -> None:
-        await self._call("PUT", "/file", params={"path": path}, json={"content": content})
+        await self._call("PUT", "/file", params={"path": path}, json_body={"content": content})
 
     async def edit_file(self, path: str, old: str, new: str) -> None:
-        await self._call("POST", "/edit", json={"path": path, "old": old, "new": new})
+        await self._call("POST", "/edit", json_body={"path": path, "old": old, "new": new})
 
     async def search(self, pattern: str, path: str | None = None) -> list[protocol.SearchMatch]:
-        body = await self._call("POST", "/search", json={"pattern": pattern, "path": path})
+        body = await self._call("POST", "/search", json_body={"pattern": pattern, "path": path})
         return [protocol.SearchMatch.model_validate(m) for m in body]
 
     async def diff(self) -> str:
@@ -135,11 +173,13 @@ class SupervisorClient:
     # -- app and database --------------------------------------------------------------------
     async def request(self, request: protocol.ProxyRequest) -> protocol.ProxyResponse:
         body = request.model_dump(by_alias=True, exclude_none=True)
-        return protocol.ProxyResponse.model_validate(await self._call("POST", "/proxy", json=body))
+        return protocol.ProxyResponse.model_validate(
+            await self._call("POST", "/proxy", json_body=body)
+        )
 
     async def seed(self, request: protocol.SeedRequest) -> None:
-        await self._call("POST", "/db/seed", json=request.model_dump())
+        await self._call("POST", "/db/seed", json_body=request.model_dump())
 
     async def query(self, sql: str, params: list[Any] | None = None) -> protocol.QueryResult:
-        body = await self._call("POST", "/db/query", json={"sql": sql, "params": params or []})
+        body = await self._call("POST", "/db/query", json_body={"sql": sql, "params": params or []})
         return protocol.QueryResult.model_validate(body)

@@ -100,7 +100,9 @@ def create_control_app(supervisor: Supervisor, token: str) -> Starlette:
             raise SupervisorError(ErrorCode.BAD_REQUEST, "entrypoint must be 'module:attribute'")
         archive = await _read_body(request, limits.max_workspace_bytes)
         await supervisor.load_workspace(archive, entrypoint)
-        return {"files": len(supervisor.workspace.baseline or {})}
+        if request.query_params.get("start") == "true":
+            return await supervisor.restart_app()
+        return supervisor.app.status()
 
     async def list_files(_: Request) -> Any:
         entries = supervisor.files("list")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
+import functools
 import itertools
 import logging
 import os
@@ -31,6 +32,7 @@ import stat
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
@@ -121,7 +123,7 @@ def probe(filesystem: Literal["auto", "landlock", "bwrap"] = "auto") -> Capabili
     )
 
 
-def bwrap_command(read_paths: list[str], write_paths: list[str]) -> list[str]:
+def bwrap_command(read_paths: Sequence[str], write_paths: Sequence[str]) -> list[str]:
     """The bubblewrap prefix that runs the zygote in a view of only what sandboxes may see.
 
     ``--tmpfs /tmp`` comes before the binds because mounts apply in argument order and the
@@ -162,9 +164,13 @@ def check(capabilities: Capabilities, mode: str) -> None:
     logger.warning("sandbox isolation is weaker than designed: %s", text)
 
 
-def interpreter_paths() -> list[str]:
+@functools.cache
+def interpreter_paths() -> tuple[str, ...]:
     """What a sandbox must be able to read: the interpreter, the stdlib, site-packages and
-    this package; nothing else (not the working directory, which may hold hidden tests)."""
+    this package; nothing else (not the working directory, which may hold hidden tests).
+
+    Cached: it costs ~1 ms and every app start needs it; the zygote computes it once.
+    """
     candidates = {
         sys.prefix,
         sys.base_prefix,
@@ -184,7 +190,7 @@ def interpreter_paths() -> list[str]:
     }
     with contextlib.suppress(AttributeError):
         candidates.update(site.getsitepackages())
-    return sorted(p for p in candidates if p and os.path.exists(p))
+    return tuple(sorted(p for p in candidates if p and os.path.exists(p)))
 
 
 # -- the zygote, once: make the interpreter reachable after the uid drop -------------------------
@@ -217,7 +223,7 @@ def _mountpoint(path: str, *, like: str) -> None:
         open(path, "x").close()
 
 
-def expose_interpreter(paths: list[str]) -> list[str]:
+def expose_interpreter(paths: Sequence[str]) -> list[str]:
     """Make ``paths`` traversable by unprivileged uids, in a private mount namespace.
 
     A Python installed under a 0700 home (``/root/.pyenv``) cannot import anything after the

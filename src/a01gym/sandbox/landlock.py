@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Sequence
 
 __all__ = ["FS_READ", "FS_WRITE", "abi_version", "restrict"]
 
@@ -72,7 +73,7 @@ def abi_version() -> int:
     return max(int(result), 0)
 
 
-def restrict(read_paths: list[str], write_paths: list[str], *, abi: int) -> None:
+def restrict(read_paths: Sequence[str], write_paths: Sequence[str], *, abi: int) -> None:
     """Restrict this process (and its future children) for good.
 
     Everything not listed becomes inaccessible, TCP bind/connect is denied (ABI ≥ 4), and

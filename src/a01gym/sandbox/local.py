@@ -24,6 +24,7 @@ import logging
 import os
 import secrets
 import shutil
+import socket
 import sys
 import time
 from pathlib import Path
@@ -31,7 +32,7 @@ from typing import Any
 
 from a01gym.config import SandboxSettings, get_settings
 from a01gym.errors import SandboxCapacityError, SandboxError, SandboxStartError
-from a01gym.sandbox import app_process, isolation
+from a01gym.sandbox import isolation
 from a01gym.sandbox.backend import PoolStats
 from a01gym.sandbox.client import SupervisorClient
 from a01gym.sandbox.layout import Layout
@@ -320,7 +321,7 @@ class LocalBackend:
         while time.perf_counter() - started < _READY_TIMEOUT_S:
             # The token is written before the socket is created, so a socket that accepts
             # means the supervisor is serving.
-            if layout.token.exists() and app_process.accepts(str(layout.control_sock)):
+            if layout.token.exists() and _accepts(str(layout.control_sock)):
                 return layout.token.read_text().strip()
             await asyncio.sleep(delay)
             delay = min(delay * 1.5, 0.02)
@@ -383,3 +384,16 @@ class LocalBackend:
                     backoff = min(backoff * 2, 5.0)
                 finally:
                     self._starting -= 1
+
+
+def _accepts(path: str) -> bool:
+    """Whether a Unix socket at ``path`` accepts connections right now."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.setblocking(False)
+    try:
+        probe.connect(path)
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True

@@ -21,8 +21,8 @@ import urllib.parse
 from typing import Any
 
 from a01gym.sandbox import protocol
-from a01gym.sandbox.app_client import AppClient, BadResponseError
 from a01gym.sandbox.app_process import AppProcess
+from a01gym.sandbox.http11 import BadResponseError, Http11Client
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import ErrorCode
 from a01gym.sandbox.workspace import Workspace, WorkspaceError
@@ -71,8 +71,7 @@ class Supervisor:
         self.app = AppProcess(layout, app_zygote, limits.app_start_timeout_s)
         self.entrypoint: str | None = None
         self.actors: dict[str, dict[str, str]] = {}
-        self._http = AppClient(str(layout.app_sock))
-        self._warmup: asyncio.Future[None] | None = None
+        self._http = Http11Client(uds=str(layout.app_sock))
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.app.attach(loop)
@@ -122,19 +121,7 @@ class Supervisor:
         self._require_workspace()
         assert self.entrypoint is not None
         self._http.close()
-        status = await self.app.start(self.entrypoint)
-        if status.state is protocol.AppState.RUNNING:
-            # A new app pays ~5 ms on its first request (uvicorn/Starlette per-connection and
-            # per-app setup). Pay it now, overlapped with our reply, not on the caller's first
-            # real request.
-            self._warmup = asyncio.ensure_future(self._warm_app())
-        return status
-
-    async def _warm_app(self) -> None:
-        with contextlib.suppress(Exception):
-            await self._http.request(
-                "GET", "/", query={}, headers={}, body=b"", timeout=self.limits.app_start_timeout_s
-            )
+        return await self.app.start(self.entrypoint)
 
     async def stop_app(self) -> protocol.AppStatus:
         await self.app.stop()

@@ -44,8 +44,9 @@ async def verify(
     started = time.perf_counter()
     sandbox = await backend.acquire()
     try:
-        await sandbox.client.load_workspace(files, entrypoint=bundle.manifest.entrypoint)
-        app = await sandbox.client.restart_app()
+        app = await sandbox.client.load_workspace(
+            files, entrypoint=bundle.manifest.entrypoint, start=True
+        )
         if app.state is protocol.AppState.RUNNING:
             results = await runner.run_suite(
                 sandbox.client,

@@ -300,6 +300,7 @@ def main() -> None:
     if capabilities.root and filesystem != "bwrap":  # a bwrap view is already traversable
         isolation.expose_interpreter(isolation.interpreter_paths())
     _warm()
+    isolation.interpreter_paths()  # cached: every sandbox and app start needs it
     # Children share the zygote's pages copy-on-write; a garbage collection in a child walks
     # (and so writes to) every tracked object, copying nearly all of them. Freezing moves them
     # out of the collector's reach.
