@@ -584,7 +584,8 @@ class Reconciler:
     async def _pool_loop(self) -> None:
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._pool_wake.wait(), self.settings.sweep_interval_s)
+                async with asyncio.timeout(self.settings.sweep_interval_s):
+                    await self._pool_wake.wait()
             self._pool_wake.clear()
             for name in list(self.store.pools):
                 try:

@@ -3,15 +3,18 @@
 The supervisor serves its control API from an asyncio loop, and forking from a running loop
 is unsafe. So before its loop starts, the supervisor forks a tiny single-threaded *app zygote*
 that already has FastAPI and uvicorn imported (inherited from the machine-wide zygote). Each
-(re)start of the app is one more fork from it: about 15 ms instead of the ~300 ms of a fresh
+(re)start of the app is one more fork from it: about 25 ms instead of the ~300 ms of a fresh
 interpreter. The app zygote and the app live in nested Landlock domains, so the app can read
 the workspace but write only ``app/``, and can neither signal nor trace the supervisor.
 
-A new app pays ~7 ms on its first request (FastAPI builds its included routes' effective
-state and the middleware stack lazily, anyio starts its worker thread). The app pays it before
-it reports ready, with one in-process request that matches no route, so no endpoint runs. It
-then writes to a readiness pipe that the app zygote relays, so the supervisor waits on an
-event instead of polling the socket.
+The first start is the one on the acquire path, so the app zygote forks a *standby* app at
+once, in the warm pool: it confines itself, runs :mod:`~a01gym.sandbox.warmup` to copy the
+pages an app will write, and waits for its entrypoint. Later restarts fork afresh.
+
+Before it reports ready, an app sends itself one in-process request that matches no route
+(FastAPI builds its included routes and middleware lazily, and anyio starts a worker thread),
+so that cost is not on the first real request. It then writes to a readiness pipe that the
+app zygote relays, so the supervisor waits on an event instead of polling the socket.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from a01gym.sandbox import isolation, server
+from a01gym.sandbox import isolation, server, warmup
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import AppState, AppStatus
 
@@ -40,6 +43,7 @@ __all__ = ["AppProcess", "spawn_app_zygote"]
 _LOG_TAIL_BYTES = 4000
 _WARMUP_PATH = "/.well-known/a01gym-warmup"
 _WARMUP_TIMEOUT_S = 5.0
+_MAX_ENTRYPOINT = 4096
 
 
 def spawn_app_zygote(layout: Layout, capabilities: isolation.Capabilities) -> socket.socket:
@@ -62,6 +66,7 @@ def _app_zygote_main(sock: socket.socket, layout: Layout, caps: isolation.Capabi
     isolation.restrict_app(layout.workspace, layout.app_dir, caps)
     selector = selectors.DefaultSelector()
     selector.register(sock, selectors.EVENT_READ, data=("command", 0))
+    standby: tuple[int, int] | None = _fork_app(layout, caps, selector, sock, None)
     while True:
         for key, _ in selector.select():
             kind, child = key.data
@@ -69,17 +74,18 @@ def _app_zygote_main(sock: socket.socket, layout: Layout, caps: isolation.Capabi
                 message = sock.recv(65536)
                 if not message:
                     return
-                request = json.loads(message)
-                ready_read, ready_write = os.pipe()
-                pid = os.fork()
-                if pid == 0:
-                    selector.close()
-                    sock.close()
-                    os.close(ready_read)
-                    _run_app(layout, caps, request["entrypoint"], ready_write)
-                os.close(ready_write)
-                selector.register(ready_read, selectors.EVENT_READ, data=("ready", pid))
-                selector.register(os.pidfd_open(pid), selectors.EVENT_READ, data=("exit", pid))
+                entrypoint = json.loads(message)["entrypoint"]
+                pid = None
+                if standby is not None:
+                    pid, go = standby
+                    standby = None
+                    try:
+                        os.write(go, entrypoint.encode())
+                    except OSError:  # it died; its exit is reported as usual
+                        pid = None
+                    os.close(go)
+                if pid is None:
+                    pid, _ = _fork_app(layout, caps, selector, sock, entrypoint)
                 sock.send(json.dumps({"started": pid}).encode())
             elif kind == "ready":
                 if os.read(key.fd, 1):
@@ -90,22 +96,63 @@ def _app_zygote_main(sock: socket.socket, layout: Layout, caps: isolation.Capabi
                 _, status = os.waitpid(child, 0)
                 selector.unregister(key.fd)
                 os.close(key.fd)
+                if standby is not None and standby[0] == child:
+                    os.close(standby[1])
+                    standby = None
+                    continue  # never started, so the supervisor never heard of it
                 code = os.waitstatus_to_exitcode(status)
                 sock.send(json.dumps({"exited": child, "code": code}).encode())
 
 
-def _run_app(layout: Layout, caps: isolation.Capabilities, entrypoint: str, ready_fd: int) -> None:
-    """The app process: never returns."""
+def _fork_app(
+    layout: Layout,
+    caps: isolation.Capabilities,
+    selector: selectors.BaseSelector,
+    sock: socket.socket,
+    entrypoint: str | None,
+) -> tuple[int, int]:
+    """Fork an app; without ``entrypoint``, a standby. Returns its pid and the write end of
+    its entrypoint pipe (already closed, so ``-1``, unless it is a standby)."""
+    ready_read, ready_write = os.pipe()
+    go_read, go_write = os.pipe() if entrypoint is None else (-1, -1)
+    pid = os.fork()
+    if pid == 0:
+        selector.close()
+        sock.close()
+        os.close(ready_read)
+        if go_write >= 0:
+            os.close(go_write)
+        _run_app(layout, caps, ready_write, entrypoint=entrypoint, go_fd=go_read)
+    os.close(ready_write)
+    if go_read >= 0:
+        os.close(go_read)
+    selector.register(ready_read, selectors.EVENT_READ, data=("ready", pid))
+    selector.register(os.pidfd_open(pid), selectors.EVENT_READ, data=("exit", pid))
+    return pid, go_write
+
+
+def _read_entrypoint(go_fd: int) -> str:
+    """Block until the app zygote sends the entrypoint; empty if it closed the pipe."""
+    chunks = []
+    while chunk := os.read(go_fd, _MAX_ENTRYPOINT):
+        chunks.append(chunk)
+    os.close(go_fd)
+    return b"".join(chunks).decode()
+
+
+def _run_app(
+    layout: Layout,
+    caps: isolation.Capabilities,
+    ready_fd: int,
+    *,
+    entrypoint: str | None,
+    go_fd: int,
+) -> None:
+    """The app process (``entrypoint`` None: a standby that waits for it): never returns."""
     code = 4
     try:
         os.setpgid(0, 0)
         isolation.die_with_parent()
-        log = os.open(layout.app_log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.dup2(log, 1)
-        os.dup2(log, 2)
-        os.close(log)
-        sys.stdout = os.fdopen(1, "w", buffering=1)
-        sys.stderr = os.fdopen(2, "w", buffering=1)
         # A further nested domain: the app cannot signal its own zygote either.
         isolation.restrict_app(layout.workspace, layout.app_dir, caps)
         for name in [n for n in os.environ if n.startswith("A01GYM_")]:
@@ -117,7 +164,21 @@ def _run_app(layout: Layout, caps: isolation.Capabilities, entrypoint: str, read
         )
         os.chdir(layout.workspace)
         sys.dont_write_bytecode = True
+        if entrypoint is None:
+            with contextlib.suppress(Exception):
+                warmup.exercise_app_stack(serve=True)
+            entrypoint = _read_entrypoint(go_fd)
+            if not entrypoint:
+                code = 0
+                return
+        log = os.open(layout.app_log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        sys.stdout = os.fdopen(1, "w", buffering=1)
+        sys.stderr = os.fdopen(2, "w", buffering=1)
         sys.path.insert(0, str(layout.workspace))
+        importlib.invalidate_caches()
         module_name, _, attribute = entrypoint.partition(":")
         try:
             app = getattr(importlib.import_module(module_name), attribute)
@@ -160,34 +221,14 @@ class _AppServer(server.QuietServer):
         if self.should_exit:  # lifespan startup failed; uvicorn exits with its message
             return
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._warm(), _WARMUP_TIMEOUT_S)
+            async with asyncio.timeout(_WARMUP_TIMEOUT_S):
+                await self._warm()
         os.write(self._ready_fd, b"r")
         os.close(self._ready_fd)
 
     async def _warm(self) -> None:
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0", "spec_version": "2.3"},
-            "http_version": "1.1",
-            "method": "GET",
-            "scheme": "http",
-            "path": _WARMUP_PATH,
-            "raw_path": _WARMUP_PATH.encode(),
-            "query_string": b"",
-            "root_path": "",
-            "headers": [(b"host", b"localhost")],
-            "client": ("127.0.0.1", 0),
-            "server": ("localhost", 80),
-            "state": dict(getattr(self.lifespan, "state", {})),
-        }
-
-        async def receive() -> dict[str, Any]:
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def send(_: dict[str, Any]) -> None:
-            return None
-
-        await self.config.loaded_app(scope, receive, send)
+        state = getattr(self.lifespan, "state", {})
+        await warmup.asgi_request(self.config.loaded_app, "GET", _WARMUP_PATH, state=state)
         await anyio.to_thread.run_sync(int)  # start the worker thread sync endpoints run on
 
 
@@ -272,13 +313,15 @@ class AppProcess:
         self.state = AppState.STARTING
         try:
             self._sock.send(json.dumps({"entrypoint": entrypoint}).encode())
-            self.pid = await asyncio.wait_for(self._started, timeout=self._start_timeout_s)
+            async with asyncio.timeout(self._start_timeout_s):
+                self.pid = await self._started
         except (OSError, TimeoutError):
             self.state, self.error = AppState.CRASHED, "the app zygote did not respond"
             return self.status()
         remaining = self._start_timeout_s - (time.perf_counter() - began)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self._ready), timeout=max(remaining, 0.001))
+            async with asyncio.timeout(max(remaining, 0.001)):
+                await asyncio.shield(self._ready)
         if self.pid in self._exited:
             self.state = AppState.CRASHED
             self.error = self._exit_reason(self._exited.pop(self.pid))

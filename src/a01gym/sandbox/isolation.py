@@ -305,8 +305,11 @@ def enter_namespaces(capabilities: Capabilities) -> None:
 def enter_sandbox(
     directory: Path, uid: int, limits: SandboxLimits, capabilities: Capabilities
 ) -> None:
-    """Confine the calling process (the supervisor, PID 1 of the sandbox) for good."""
-    die_with_parent()
+    """Confine the calling process (the supervisor, PID 1 of the sandbox) for good.
+
+    No die-with-parent here: the uid change would clear it anyway, and the supervisor's
+    parent exits at once by design. The zygote's lifeline pipe does that job.
+    """
     os.nice(limits.nice)
     if capabilities.landlock_abi:
         landlock.restrict(

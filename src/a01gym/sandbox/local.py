@@ -91,6 +91,7 @@ class LocalBackend:
         self._idle: collections.deque[LocalSandbox] = collections.deque()
         self._in_use: set[LocalSandbox] = set()
         self._starting = 0
+        self._closing = False
         self._spawned: dict[str, asyncio.Future[int]] = {}
         self._by_id: dict[str, LocalSandbox] = {}
         self._free_slots = list(range(self.settings.max_sandboxes - 1, -1, -1))
@@ -143,7 +144,8 @@ class LocalBackend:
         )
         assert self._zygote.stdout is not None
         try:
-            line = await asyncio.wait_for(self._zygote.stdout.readline(), _READY_TIMEOUT_S)
+            async with asyncio.timeout(_READY_TIMEOUT_S):
+                line = await self._zygote.stdout.readline()
             if json.loads(line or b"{}").get("event") != "ready":
                 raise ValueError(line)
         except (TimeoutError, ValueError) as exc:
@@ -153,12 +155,17 @@ class LocalBackend:
                 hint="run `python -m a01gym.sandbox.zygote` by hand to see its error",
             ) from exc
         self._reader = asyncio.create_task(self._read_events(), name="a01gym-zygote-events")
+        self._closing = False
         self._refiller = asyncio.create_task(self._refill(), name="a01gym-pool-refill")
         self._wake.set()
 
     async def close(self) -> None:
         """Release every sandbox, stop the zygote, remove the backend's directory."""
         if self._refiller is not None:
+            # The flag as well as the cancel: in Python 3.11 a cancellation can be lost
+            # (asyncio.wait_for racing a completing future, anywhere below us).
+            self._closing = True
+            self._wake.set()
             self._refiller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._refiller
@@ -177,7 +184,8 @@ class LocalBackend:
         if self._zygote.stdin is not None:
             self._zygote.stdin.close()
         try:
-            await asyncio.wait_for(self._zygote.wait(), 5)
+            async with asyncio.timeout(5):
+                await self._zygote.wait()
         except TimeoutError:
             self._zygote.kill()
             await self._zygote.wait()
@@ -214,7 +222,8 @@ class LocalBackend:
             if sandbox.alive:
                 await self._command({"op": "kill", "id": sandbox.id})
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(sandbox.exited.wait(), 10)
+                    async with asyncio.timeout(10):
+                        await sandbox.exited.wait()
             shutil.rmtree(sandbox.layout.root, ignore_errors=True)
         finally:
             self._by_id.pop(sandbox.id, None)
@@ -277,7 +286,8 @@ class LocalBackend:
                     },
                 }
             )
-            pid = await asyncio.wait_for(future, _READY_TIMEOUT_S)
+            async with asyncio.timeout(_READY_TIMEOUT_S):
+                pid = await future
             token = await self._wait_ready(layout, started)
         except BaseException as exc:
             self._spawned.pop(sandbox_id, None)
@@ -365,13 +375,14 @@ class LocalBackend:
 
     async def _refill(self) -> None:
         backoff = 0.1
-        while True:
+        while not self._closing:
             await self._wake.wait()
             if self._idle and self.settings.refill_delay_s:
                 await asyncio.sleep(self.settings.refill_delay_s)
             self._wake.clear()
             while (
-                len(self._idle) + self._starting < self.settings.pool_size
+                not self._closing
+                and len(self._idle) + self._starting < self.settings.pool_size
                 and len(self._by_id) + self._starting < self.settings.max_sandboxes
             ):
                 self._starting += 1

@@ -76,9 +76,8 @@ class Supervisor:
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self.app.attach(loop)
         if self._lifeline is not None:
-            # The read end of a pipe whose writer is our parent: EOF means the parent is
-            # gone. PR_SET_PDEATHSIG cannot do this here: as PID 1 of its namespace, the
-            # supervisor is shielded from it. Exiting tears the whole namespace down.
+            # The read end of a pipe whose only writer is the zygote: EOF means it is gone.
+            # Exiting tears the whole namespace down.
             loop.add_reader(self._lifeline, os._exit, 0)
 
     async def close(self) -> None:
