@@ -10,7 +10,8 @@ Measures, over ``/ws`` with ``GenericEnvClient``:
   up without a close message), then compare the server's processes, file descriptors, open
   sessions and sandboxes in use with the baseline. 0 means nothing leaked.
 
-Prints the JSON result and one summary line; ``--json-out FILE`` also writes the JSON.
+Prints the JSON report and one summary line (``bench/report.py``); ``--json-out FILE`` also
+writes the JSON.
 
     python bench/runtime.py --quick --json-out runs/bench/runtime.json
 """
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import signal
@@ -32,6 +32,8 @@ from typing import Any
 import httpx
 import psutil
 from openenv.core.generic_client import GenericEnvClient
+
+import report
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "idor_notes"
@@ -222,17 +224,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 await asyncio.sleep(0.05)
         server = psutil.Process(proc.pid)
         await asyncio.sleep(1.0)
-        result: dict[str, Any] = {"quick": args.quick}
+        result: dict[str, Any] = {}
         result.update(await _latencies(url, args.latency_rounds))
         result.update(await _throughput(url, args.episodes, args.sessions))
         result.update(await _churn(url, server, args.churn, args.pool_size))
     finally:
         proc.send_signal(signal.SIGTERM)  # the server this script started, by PID
-        await asyncio.wait_for(proc.wait(), 60)
-    result["targets_met"] = {
-        key: (result[key] <= bound if op == "<=" else result[key] >= bound)
-        for key, (op, bound) in TARGETS.items()
-    }
+        async with asyncio.timeout(60):
+            await proc.wait()
     return result
 
 
@@ -250,20 +249,9 @@ def cli() -> None:
     args.latency_rounds = 40 if args.quick else 200
     args.episodes = 64 if args.quick else 320
     args.churn = 1000
-    result = asyncio.run(main(args))
-    text = json.dumps(result, indent=2)
-    print(text)
-    if args.json_out:
-        args.json_out.parent.mkdir(parents=True, exist_ok=True)
-        args.json_out.write_text(text + "\n")
-    met = result["targets_met"]
-    print(
-        f"runtime bench: reset p50 {result['reset_ms_p50']} ms / p99 {result['reset_ms_p99']} ms, "
-        f"read_file {result['read_file_ms_p50']} ms, "
-        f"http_request {result['http_request_ms_p50']} ms, "
-        f"verify {result['verify_ms_p50']} ms, {result['episodes_per_s']} episodes/s, "
-        f"leaks {result['sessions_churn_leaks']}; targets met {sum(met.values())}/{len(met)}"
-    )
+    began = time.perf_counter()
+    metrics = asyncio.run(main(args))
+    report.emit("runtime", metrics, TARGETS, quick=args.quick, began=began, json_out=args.json_out)
 
 
 if __name__ == "__main__":

@@ -128,8 +128,12 @@ def test_sandbox_image_installs_what_the_supervisor_imports() -> None:
         [sys.executable, "-c", probe], check=True, capture_output=True, text=True
     ).stdout
     owners = metadata.packages_distributions()
-    # Imported only when present (uvicorn extras, anyio's sniffio fallback).
-    optional = {"watchfiles", "python-multipart", "uvloop", "httptools", "websockets", "sniffio"}
+    # Imported only when present (uvicorn extras, anyio's sniffio fallback, FastAPI's and
+    # pydantic's optional encoders and validators).
+    optional = {
+        *("watchfiles", "python-multipart", "uvloop", "httptools", "websockets", "sniffio"),
+        *("orjson", "ujson", "email-validator"),
+    }
     missing = []
     for module in out.split():
         if module in sys.stdlib_module_names or module.startswith("_") or module == "a01gym":
