@@ -13,6 +13,8 @@ functions, which are local, as objects.)
 """
 
 import asyncio
+import contextlib
+import sqlite3
 from typing import Annotated, Any
 
 import uvicorn
@@ -68,7 +70,12 @@ def _throwaway_app() -> Any:
     def caller(authorization: Annotated[str | None, Header()] = None) -> int:
         if authorization is None:
             raise HTTPException(status_code=401, detail="missing token")
-        return 1
+        with contextlib.closing(sqlite3.connect(":memory:")) as db:
+            db.row_factory = sqlite3.Row
+            db.execute("CREATE TABLE users (id INTEGER PRIMARY KEY, token TEXT NOT NULL)")
+            db.execute("INSERT INTO users (token) VALUES (?)", (authorization,))
+            row = db.execute("SELECT id, token FROM users WHERE token = ?", (authorization,))
+            return int(dict(row.fetchone())["id"])
 
     router = APIRouter(prefix="/items", tags=["items"])
 
