@@ -3,7 +3,11 @@
 Measures, over ``/ws`` with ``GenericEnvClient``:
 
 * ``reset_ms_p50`` / ``reset_ms_p99``: resets on one session;
-* ``read_file_ms_p50`` / ``http_request_ms_p50``: steps on one session;
+* ``read_file_ms_p50`` / ``http_request_ms_p50``: steps on one session. After each reset
+  the script waits ``--think-s`` (0.25 s) before stepping, standing in for the agent's first
+  generation (an LLM takes far longer): on two cores, a step timed while the pool refill that
+  the reset triggered is still running measures the refill. The throughput phase below has
+  no pauses;
 * ``verify_ms_p50``: hidden grading time reported in the terminal breakdown;
 * ``episodes_per_s``: a scripted agent (reset, ~6 steps, submit) on 16 concurrent sessions;
 * ``sessions_churn_leaks``: open/close 1,000 sessions (a quarter reset an episode, half hang
@@ -68,12 +72,13 @@ async def _timed(coro: Any) -> tuple[Any, float]:
     return result, (time.perf_counter() - started) * 1000
 
 
-async def _latencies(url: str, n: int) -> dict[str, float]:
+async def _latencies(url: str, n: int, think_s: float) -> dict[str, float]:
     resets, reads, requests = [], [], []
     async with GenericEnvClient(base_url=url) as env:
         for i in range(n):
             _, ms = await _timed(env.reset(seed=i))
             resets.append(ms)
+            await asyncio.sleep(think_s)
             for _ in range(3):
                 result, ms = await _timed(env.step({"tool": "read_file", "path": "app/db.py"}))
                 assert result.observation["error"] is None
@@ -225,7 +230,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         server = psutil.Process(proc.pid)
         await asyncio.sleep(1.0)
         result: dict[str, Any] = {}
-        result.update(await _latencies(url, args.latency_rounds))
+        result.update(await _latencies(url, args.latency_rounds, args.think_s))
         result.update(await _throughput(url, args.episodes, args.sessions))
         result.update(await _churn(url, server, args.churn, args.pool_size))
     finally:
@@ -245,6 +250,9 @@ def cli() -> None:
     parser.add_argument("--runs-dir", type=Path, default=Path("/tmp/a01gym-bench-runs"))
     parser.add_argument("--sessions", type=int, default=16, help="concurrent sessions")
     parser.add_argument("--pool-size", type=int, default=8, help="warm sandboxes")
+    parser.add_argument(
+        "--think-s", type=float, default=0.25, help="pause after each reset in the step timing"
+    )
     args = parser.parse_args()
     args.latency_rounds = 40 if args.quick else 200
     args.episodes = 64 if args.quick else 320

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
+import psutil
 import pytest
 
 from a01gym.sandbox import protocol, runner, verification
@@ -171,6 +175,39 @@ async def test_database_checks_are_read_only(backend, idor_bundle):
         await backend.release(sandbox)
 
 
+async def test_reseeding_is_skipped_only_while_nothing_wrote_the_database(backend, idor_bundle):
+    sandbox = await backend.acquire()
+    try:
+        client = sandbox.client
+        await client.load_workspace(
+            idor_bundle.workspace, entrypoint=idor_bundle.manifest.entrypoint, start=True
+        )
+        world = protocol.SeedRequest(
+            tables={
+                "users": [
+                    {"id": 1, "username": "ann", "token": "t-ann", "role": "user", "tenant": "a"}
+                ],
+                "notes": [{"id": 1, "owner_id": 1, "title": "t", "body": "b"}],
+            },
+            actors={"ann": {"Authorization": "Bearer t-ann"}},
+        )
+        assert await client.seed(world) is True
+        assert (await client.request(protocol.ProxyRequest(path="/notes/1", actor="ann"))).status
+        assert await client.seed(world) is False  # a read changed nothing
+        created = await client.request(
+            protocol.ProxyRequest(
+                method="POST", path="/notes", actor="ann", json={"title": "n", "body": "new"}
+            )
+        )
+        assert created.status == 201, created.body
+        assert await client.seed(world) is True  # the app wrote: the seed is redone
+        assert (await client.query("SELECT id FROM notes")).rows == [[1]]
+        other = world.model_copy(update={"actors": {}})
+        assert await client.seed(other) is True  # a different seed is never skipped
+    finally:
+        await backend.release(sandbox)
+
+
 async def test_control_api_requires_the_token(backend):
     from a01gym.sandbox.client import SupervisorClient
 
@@ -184,3 +221,31 @@ async def test_control_api_requires_the_token(backend):
     finally:
         await intruder.aclose()
         await backend.release(sandbox)
+
+
+async def test_the_app_runs_at_the_sandbox_priority(backend, idor_bundle):
+    """The app (a former standby, then a fresh fork) keeps the sandbox's policy and niceness."""
+    sandbox = await backend.acquire()
+    try:
+        for _ in range(2):  # the standby's start, then a fresh fork's
+            status = await sandbox.client.load_workspace(
+                idor_bundle.workspace, entrypoint=idor_bundle.manifest.entrypoint, start=True
+            )
+            assert status.state is protocol.AppState.RUNNING and status.pid is not None
+            host_pid = _host_pid(backend.uid_of(sandbox), status.pid)
+            assert os.sched_getscheduler(host_pid) == os.SCHED_OTHER
+            assert os.getpriority(os.PRIO_PROCESS, host_pid) == backend.settings.limits.nice
+    finally:
+        await backend.release(sandbox)
+
+
+def _host_pid(uid: int, sandbox_pid: int) -> int:
+    """The host pid of the sandbox process (uid ``uid``) that is ``sandbox_pid`` inside."""
+    for process in psutil.process_iter(["uids"]):
+        if process.info["uids"] is None or process.info["uids"].real != uid:
+            continue
+        status = Path(f"/proc/{process.pid}/status").read_text()
+        nspid = next(line for line in status.splitlines() if line.startswith("NSpid:"))
+        if int(nspid.split()[-1]) == sandbox_pid:
+            return process.pid
+    raise AssertionError(f"no process {sandbox_pid} in the sandbox of uid {uid}")

@@ -95,9 +95,26 @@ class EnvRuntime:
     default_split: str = "train"
     routes: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
     spares: WarmSpares | None = None
+    _releases: set[asyncio.Task[None]] = dataclasses.field(default_factory=set, repr=False)
+
+    async def release_later(self, sandbox: Sandbox) -> None:
+        """Release ``sandbox`` in the background: a terminal step need not wait for the
+        teardown of sandboxes it is done with. :meth:`close` waits for them."""
+        task = asyncio.create_task(self._release(sandbox), name="a01gym-release")
+        self._releases.add(task)
+        task.add_done_callback(self._releases.discard)
+
+    async def _release(self, sandbox: Sandbox) -> None:
+        try:
+            await self.backend.release(sandbox)
+        except Exception:
+            logger.exception("releasing sandbox %s failed", getattr(sandbox, "id", "?"))
 
     async def close(self) -> None:
-        """Release the warm spares (the backend is closed by whoever started it)."""
+        """Finish background releases and release the warm spares (the backend is closed by
+        whoever started it)."""
+        if self._releases:
+            await asyncio.gather(*self._releases, return_exceptions=True)
         if self.spares is not None:
             await self.spares.close()
 
@@ -527,13 +544,17 @@ class A01Environment:
             except SandboxError as exc:
                 logger.warning("episode %s: could not read changes: %s", episode.episode_id, exc)
             finally:
-                await self._release(sandbox)
+                await self.runtime.release_later(sandbox)
         changes = {p: c for p, c in changes.items() if not _is_cache(p)}
         files = episode.bundle.patched_workspace(Patch(files=changes))
         report: verification.Verification | None = None
         try:
             report = await verification.verify(
-                self.runtime.backend, episode.bundle, files, seed=_fresh_seed(manifest.visible_seed)
+                self.runtime.backend,
+                episode.bundle,
+                files,
+                seed=_fresh_seed(manifest.visible_seed),
+                release=self.runtime.release_later,
             )
             breakdown = reward.breakdown(
                 report,

@@ -9,7 +9,11 @@ the workspace but write only ``app/``, and can neither signal nor trace the supe
 
 The first start is the one on the acquire path, so the app zygote forks a *standby* app at
 once, in the warm pool: it confines itself, runs :mod:`~a01gym.sandbox.warmup` to copy the
-pages an app will write, and waits for its entrypoint. Later restarts fork afresh.
+pages an app will write, and waits for its entrypoint. Later restarts fork afresh. The
+warm-up costs ~30 ms of CPU to save ~10 ms of latency, so it runs only on spare CPU: it is
+skipped when the load average says the machine is busy (a throughput run), and abandoned
+when the entrypoint arrives first. (``SCHED_IDLE`` would be neater, but an unprivileged
+process cannot leave it without ``RLIMIT_NICE``, which needs ``CAP_SYS_RESOURCE`` to raise.)
 
 Before it reports ready, an app sends itself one in-process request that matches no route
 (FastAPI builds its included routes and middleware lazily, and anyio starts a worker thread),
@@ -24,6 +28,7 @@ import contextlib
 import importlib
 import json
 import os
+import select
 import selectors
 import signal
 import socket
@@ -44,6 +49,7 @@ _LOG_TAIL_BYTES = 4000
 _WARMUP_PATH = "/.well-known/a01gym-warmup"
 _WARMUP_TIMEOUT_S = 5.0
 _MAX_ENTRYPOINT = 4096
+_BUSY_LOAD_PER_CPU = 0.75  # above this 1-minute load per CPU, the standby skips its warm-up
 
 
 def spawn_app_zygote(layout: Layout, capabilities: isolation.Capabilities) -> socket.socket:
@@ -131,6 +137,18 @@ def _fork_app(
     return pid, go_write
 
 
+def _warm_up_on_spare_cpu(go_fd: int) -> None:
+    """Run the warm-up unless the machine is busy; stop as soon as the entrypoint arrives."""
+    if isolation.load_average() >= _BUSY_LOAD_PER_CPU * len(os.sched_getaffinity(0)):
+        return
+    with contextlib.suppress(Exception):
+        warmup.exercise_app_stack(serve=True, stop=lambda: _readable(go_fd))
+
+
+def _readable(fd: int) -> bool:
+    return bool(select.select([fd], [], [], 0)[0])
+
+
 def _read_entrypoint(go_fd: int) -> str:
     """Block until the app zygote sends the entrypoint; empty if it closed the pipe."""
     chunks = []
@@ -165,8 +183,7 @@ def _run_app(
         os.chdir(layout.workspace)
         sys.dont_write_bytecode = True
         if entrypoint is None:
-            with contextlib.suppress(Exception):
-                warmup.exercise_app_stack(serve=True)
+            _warm_up_on_spare_cpu(go_fd)
             entrypoint = _read_entrypoint(go_fd)
             if not entrypoint:
                 code = 0

@@ -177,8 +177,10 @@ class SupervisorClient:
             await self._call("POST", "/proxy", json_body=body)
         )
 
-    async def seed(self, request: protocol.SeedRequest) -> None:
-        await self._call("POST", "/db/seed", json_body=request.model_dump())
+    async def seed(self, request: protocol.SeedRequest) -> bool:
+        """Seed the database; False when it already held exactly this seed, untouched."""
+        body = await self._call("POST", "/db/seed", json_body=request.model_dump())
+        return bool(body.get("reseeded", True))
 
     async def query(self, sql: str, params: list[Any] | None = None) -> protocol.QueryResult:
         body = await self._call("POST", "/db/query", json_body={"sql": sql, "params": params or []})

@@ -162,8 +162,8 @@ class ControlApi:
         return await self.supervisor.proxy(self._parse(request, protocol.ProxyRequest))
 
     async def seed(self, request: ServerRequest) -> Any:
-        self.supervisor.seed(self._parse(request, protocol.SeedRequest))
-        return {"ok": True}
+        reseeded = self.supervisor.seed(self._parse(request, protocol.SeedRequest))
+        return {"ok": True, "reseeded": reseeded}
 
     async def query(self, request: ServerRequest) -> Any:
         return self.supervisor.query(self._parse(request, protocol.QueryRequest))

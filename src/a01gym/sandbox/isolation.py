@@ -51,6 +51,7 @@ __all__ = [
     "enter_sandbox",
     "expose_interpreter",
     "interpreter_paths",
+    "load_average",
     "probe",
     "restrict_app",
 ]
@@ -282,6 +283,14 @@ def _prctl(option: int, value: int) -> None:
 def become_subreaper() -> None:
     """Adopt orphaned descendants, so a sandbox's PID 1 is reaped by us, not by init."""
     _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+
+
+def load_average() -> float:
+    """The 1-minute load average, from sysinfo(2): a sandbox cannot read /proc/loadavg."""
+    info = (ctypes.c_ulong * 64)()  # struct sysinfo: uptime, then loads[3] in 1/65536ths
+    if _libc.sysinfo(info) != 0:
+        return 0.0
+    return info[1] / 65536.0
 
 
 def die_with_parent() -> None:

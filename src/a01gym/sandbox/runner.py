@@ -8,6 +8,8 @@ scoring treats as failing closed.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -162,6 +164,9 @@ def _compare(
     return None if after == expected else f"database rows {after!r} != {expected!r}"
 
 
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 async def run_suite(
     client: SupervisorClient,
     manifest: Manifest,
@@ -170,26 +175,41 @@ async def run_suite(
     *,
     seed: int,
 ) -> list[TestResult]:
-    """Run ``tests`` in order, re-seeding the database from ``fixture`` before each one.
+    """Run ``tests`` as if one after another, re-seeding the database from ``fixture`` before
+    each: every test sees the same world (one seed), and none sees what another changed.
 
-    Every test sees the same world (one seed), and none sees what an earlier test changed.
+    Tests that only send safe methods run concurrently on one seed first, which cuts a
+    suite's chain of round trips (its latency on a busy machine) by about half. Such a batch
+    counts only if nothing wrote the database meanwhile (the supervisor's seed says so: it
+    has nothing to redo); otherwise, say a vulnerable GET that writes, those tests run again
+    one at a time, so the results are exactly the sequential ones.
     """
     world = FixtureValues(seed)
-    tables = world.render(fixture.tables)
-    actors = render_actors(manifest, world)
-    results: list[TestResult] = []
-    for test in tests:
+    request = protocol.SeedRequest(
+        tables=world.render(fixture.tables), actors=render_actors(manifest, world)
+    )
+    results: dict[int, TestResult] = {}
+    readers = [i for i, t in enumerate(tests) if all(s.method in _SAFE_METHODS for s in t.steps)]
+    if len(readers) > 1:
+        with contextlib.suppress(ControlError, SandboxError):
+            await client.seed(request)
+            batch = await asyncio.gather(
+                *(run_test(client, tests[i], FixtureValues(seed), request.actors) for i in readers)
+            )
+            if not await client.seed(request):  # nothing wrote the database meanwhile
+                results.update(zip(readers, batch, strict=True))
+    for index, test in enumerate(tests):
+        if index in results:
+            continue
         try:
-            await client.seed(protocol.SeedRequest(tables=tables, actors=actors))
+            await client.seed(request)
         except (ControlError, SandboxError) as exc:
-            results.append(
-                TestResult(
-                    test_id=test.id,
-                    kind=test.kind,
-                    outcome=Outcome.INCONCLUSIVE,
-                    reason=f"could not seed the database: {exc}",
-                )
+            results[index] = TestResult(
+                test_id=test.id,
+                kind=test.kind,
+                outcome=Outcome.INCONCLUSIVE,
+                reason=f"could not seed the database: {exc}",
             )
             continue
-        results.append(await run_test(client, test, FixtureValues(seed), actors))
-    return results
+        results[index] = await run_test(client, test, FixtureValues(seed), request.actors)
+    return [results[i] for i in range(len(tests))]

@@ -8,12 +8,12 @@ agent left running can influence the grading.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from pydantic import BaseModel
 
 from a01gym.sandbox import protocol, runner
-from a01gym.sandbox.backend import SandboxBackend
+from a01gym.sandbox.backend import Sandbox, SandboxBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import Outcome, TestResult
 from a01gym.scenario.scoring import Score, score_results
@@ -31,7 +31,12 @@ class Verification(BaseModel):
 
 
 async def verify(
-    backend: SandboxBackend, bundle: Bundle, files: Mapping[str, bytes], *, seed: int
+    backend: SandboxBackend,
+    bundle: Bundle,
+    files: Mapping[str, bytes],
+    *,
+    seed: int,
+    release: Callable[[Sandbox], Awaitable[None]] | None = None,
 ) -> Verification:
     """Load ``files`` into a fresh sandbox, start the app, run the hidden tests.
 
@@ -40,6 +45,8 @@ async def verify(
         bundle: gives the manifest (actors), fixture template and hidden tests.
         files: the complete workspace to score (e.g. ``bundle.patched_workspace(patch)``).
         seed: the world for this run; use a fresh random seed for real grading.
+        release: disposes of the sandbox afterwards (default ``backend.release``); a caller
+            may hand it to a background task, since the score does not depend on it.
     """
     started = time.perf_counter()
     sandbox = await backend.acquire()
@@ -66,10 +73,8 @@ async def verify(
                 for t in bundle.hidden.tests
             ]
     finally:
-        await backend.release(sandbox)
+        duration_ms = (time.perf_counter() - started) * 1000
+        await (release or backend.release)(sandbox)
     return Verification(
-        app=app,
-        results=results,
-        score=score_results(results),
-        duration_ms=(time.perf_counter() - started) * 1000,
+        app=app, results=results, score=score_results(results), duration_ms=duration_ms
     )

@@ -15,6 +15,7 @@ functions, which are local, as objects.)
 import asyncio
 import contextlib
 import sqlite3
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import uvicorn
@@ -105,35 +106,44 @@ def _throwaway_app() -> Any:
     return app
 
 
-async def _drive(app: Any) -> None:
+async def _drive(app: Any, stop: Callable[[], bool]) -> None:
     auth = [(b"authorization", b"Bearer t")]
     json_body = [*auth, (b"content-type", b"application/json")]
-    for _ in range(2):
-        await asgi_request(app, "GET", "/health")
-        await asgi_request(app, "GET", "/items", headers=auth)
-        await asgi_request(app, "GET", "/items/1", headers=auth)
-        await asgi_request(app, "GET", "/items/1")
-        await asgi_request(app, "GET", "/items/x", headers=auth)
-        await asgi_request(app, "POST", "/items", headers=json_body, body=b'{"id":1,"name":"a"}')
-        await asgi_request(app, "POST", "/items", headers=json_body, body=b"{")
-        await asgi_request(app, "DELETE", "/items/1", headers=auth)
-        await asgi_request(app, "GET", "/missing")
+    requests: list[tuple[str, str, list[tuple[bytes, bytes]], bytes]] = [
+        ("GET", "/health", [], b""),
+        ("GET", "/items", auth, b""),
+        ("GET", "/items/1", auth, b""),
+        ("GET", "/items/1", [], b""),
+        ("GET", "/items/x", auth, b""),
+        ("POST", "/items", json_body, b'{"id":1,"name":"a"}'),
+        ("POST", "/items", json_body, b"{"),
+        ("DELETE", "/items/1", auth, b""),
+        ("GET", "/missing", [], b""),
+    ]
+    for method, path, headers, body in requests:
+        if stop():
+            return
+        await asgi_request(app, method, path, headers=headers, body=body)
 
 
-def exercise_app_stack(*, serve: bool, openapi: bool = False) -> None:
+def exercise_app_stack(
+    *, serve: bool, openapi: bool = False, stop: Callable[[], bool] = lambda: False
+) -> None:
     """Build a throwaway FastAPI app, load a uvicorn config around it, optionally drive it.
 
     Args:
         serve: send it requests too. Sync endpoints run on worker threads, so a process
             that must stay single-threaded to fork safely (the zygote) passes ``False``.
         openapi: also build its OpenAPI document.
+        stop: polled between steps; ``True`` abandons the rest (the app is wanted now).
     """
     app = _throwaway_app()
-    if serve:
-        asyncio.run(_drive(app))
+    if serve and not stop():
+        asyncio.run(_drive(app, stop))
     if openapi:
         app.openapi()
-    config = uvicorn.Config(
-        app, uds="/nonexistent/warm-up.sock", log_config=None, ws="none", http="h11"
-    )
-    config.load()
+    if not stop():
+        config = uvicorn.Config(
+            app, uds="/nonexistent/warm-up.sock", log_config=None, ws="none", http="h11"
+        )
+        config.load()
