@@ -249,3 +249,22 @@ def _host_pid(uid: int, sandbox_pid: int) -> int:
         if int(nspid.split()[-1]) == sandbox_pid:
             return process.pid
     raise AssertionError(f"no process {sandbox_pid} in the sandbox of uid {uid}")
+
+
+@pytest.mark.parametrize("patched", [False, True])
+async def test_grading_on_a_spare_matches_grading_on_a_fresh_sandbox(backend, idor_bundle, patched):
+    from a01gym.env import warm
+
+    files = (
+        idor_bundle.patched_workspace(idor_bundle.hidden.reference_fix)
+        if patched
+        else idor_bundle.workspace
+    )
+    fresh = await verification.verify(backend, idor_bundle, files, seed=11)
+    spare = await warm.prepare(backend, idor_bundle, warm.Kind.GRADING)
+    reused = await verification.verify(backend, idor_bundle, files, seed=11, started=spare)
+    assert spare.id not in {s.id for s in backend._in_use}, "the spare is released afterwards"
+    outcomes = [(r.test_id, r.outcome) for r in fresh.results]
+    assert [(r.test_id, r.outcome) for r in reused.results] == outcomes
+    assert reused.score == fresh.score
+    assert fresh.score.resolved is patched

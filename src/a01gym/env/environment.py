@@ -300,7 +300,8 @@ class A01Environment:
             if routes is not None:
                 self.runtime.routes[digest] = routes
         if spares is not None:
-            spares.want(bundle)
+            spares.want(bundle, warm.Kind.EPISODE)
+            spares.want(bundle, warm.Kind.GRADING)  # ready by the time this episode ends
         episode_id = params.episode_id or uuid.uuid4().hex
         briefing = self._briefing(bundle)
         episode = _Episode(
@@ -548,6 +549,7 @@ class A01Environment:
         changes = {p: c for p, c in changes.items() if not _is_cache(p)}
         files = episode.bundle.patched_workspace(Patch(files=changes))
         report: verification.Verification | None = None
+        spares = self.runtime.spares
         try:
             report = await verification.verify(
                 self.runtime.backend,
@@ -555,6 +557,7 @@ class A01Environment:
                 files,
                 seed=_fresh_seed(manifest.visible_seed),
                 release=self.runtime.release_later,
+                started=spares.take(manifest.content_hash, warm.Kind.GRADING) if spares else None,
             )
             breakdown = reward.breakdown(
                 report,

@@ -57,9 +57,11 @@ class GatewaySettings(BaseSettings):
         Path("runs"), description="Episode logs and artifacts go here; unset to disable."
     )
     warm_spares: int = Field(
-        4,
+        8,
         ge=0,
-        description="Sandboxes kept prepared for recently used scenarios (fast resets); 0 off.",
+        description=(
+            "Sandboxes kept prepared for recently used scenarios (fast resets and grading); 0 off."
+        ),
     )
     ws_max_size: int = Field(
         16 * 1024 * 1024, ge=1024, description="Largest incoming WebSocket frame, bytes."

@@ -190,26 +190,34 @@ async def run_suite(
     )
     results: dict[int, TestResult] = {}
     readers = [i for i, t in enumerate(tests) if all(s.method in _SAFE_METHODS for s in t.steps)]
+    batch: dict[int, TestResult] = {}
     if len(readers) > 1:
         with contextlib.suppress(ControlError, SandboxError):
             await client.seed(request)
-            batch = await asyncio.gather(
+            outcomes = await asyncio.gather(
                 *(run_test(client, tests[i], FixtureValues(seed), request.actors) for i in readers)
             )
+            batch = dict(zip(readers, outcomes, strict=True))
+    fresh = False  # the database holds a seed no test has used yet
+    if batch:
+        with contextlib.suppress(ControlError, SandboxError):
             if not await client.seed(request):  # nothing wrote the database meanwhile
-                results.update(zip(readers, batch, strict=True))
+                results.update(batch)
+            fresh = True  # and this seed serves the next test
     for index, test in enumerate(tests):
         if index in results:
             continue
-        try:
-            await client.seed(request)
-        except (ControlError, SandboxError) as exc:
-            results[index] = TestResult(
-                test_id=test.id,
-                kind=test.kind,
-                outcome=Outcome.INCONCLUSIVE,
-                reason=f"could not seed the database: {exc}",
-            )
-            continue
+        if not fresh:
+            try:
+                await client.seed(request)
+            except (ControlError, SandboxError) as exc:
+                results[index] = TestResult(
+                    test_id=test.id,
+                    kind=test.kind,
+                    outcome=Outcome.INCONCLUSIVE,
+                    reason=f"could not seed the database: {exc}",
+                )
+                continue
+        fresh = False
         results[index] = await run_test(client, test, FixtureValues(seed), request.actors)
     return [results[i] for i in range(len(tests))]
