@@ -10,7 +10,8 @@ the workspace but write only ``app/``, and can neither signal nor trace the supe
 The first start is the one on the acquire path, so the app zygote forks a *standby* app at
 once, in the warm pool: it confines itself, runs :mod:`~a01gym.sandbox.warmup` to copy the
 pages an app will write, and waits for its entrypoint. Later restarts fork afresh. The
-warm-up costs ~30 ms of CPU to save ~10 ms of latency, so it runs only on spare CPU: it is
+warm-up costs ~30 ms of CPU to save ~10 ms of latency, so it is for warm pools (the local
+backend turns it on, pods leave it off) and runs only on spare CPU: it is
 skipped when the load average says the machine is busy (a throughput run), and abandoned
 when the entrypoint arrives first. (``SCHED_IDLE`` would be neater, but an unprivileged
 process cannot leave it without ``RLIMIT_NICE``, which needs ``CAP_SYS_RESOURCE`` to raise.)
@@ -52,27 +53,37 @@ _MAX_ENTRYPOINT = 4096
 _BUSY_LOAD_PER_CPU = 0.75  # above this 1-minute load per CPU, the standby skips its warm-up
 
 
-def spawn_app_zygote(layout: Layout, capabilities: isolation.Capabilities) -> socket.socket:
-    """Fork the app zygote; return the supervisor's end of the command socket."""
+def spawn_app_zygote(
+    layout: Layout, capabilities: isolation.Capabilities, warm_standby: bool = False
+) -> socket.socket:
+    """Fork the app zygote; return the supervisor's end of the command socket.
+
+    Args:
+        warm_standby: let the standby app run the warm-up (on spare CPU only).
+    """
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
         ours.close()
         try:
-            _app_zygote_main(theirs, layout, capabilities)
+            _app_zygote_main(theirs, layout, capabilities, warm_standby)
         finally:
             os._exit(0)
     theirs.close()
     return ours
 
 
-def _app_zygote_main(sock: socket.socket, layout: Layout, caps: isolation.Capabilities) -> None:
+def _app_zygote_main(
+    sock: socket.socket, layout: Layout, caps: isolation.Capabilities, warm_standby: bool
+) -> None:
     isolation.die_with_parent()
     layout.app_dir.mkdir(exist_ok=True)
     isolation.restrict_app(layout.workspace, layout.app_dir, caps)
     selector = selectors.DefaultSelector()
     selector.register(sock, selectors.EVENT_READ, data=("command", 0))
-    standby: tuple[int, int] | None = _fork_app(layout, caps, selector, sock, None)
+    standby: tuple[int, int] | None = _fork_app(
+        layout, caps, selector, sock, None, warm=warm_standby
+    )
     while True:
         for key, _ in selector.select():
             kind, child = key.data
@@ -116,6 +127,8 @@ def _fork_app(
     selector: selectors.BaseSelector,
     sock: socket.socket,
     entrypoint: str | None,
+    *,
+    warm: bool = False,
 ) -> tuple[int, int]:
     """Fork an app; without ``entrypoint``, a standby. Returns its pid and the write end of
     its entrypoint pipe (already closed, so ``-1``, unless it is a standby)."""
@@ -128,7 +141,7 @@ def _fork_app(
         os.close(ready_read)
         if go_write >= 0:
             os.close(go_write)
-        _run_app(layout, caps, ready_write, entrypoint=entrypoint, go_fd=go_read)
+        _run_app(layout, caps, ready_write, entrypoint=entrypoint, go_fd=go_read, warm=warm)
     os.close(ready_write)
     if go_read >= 0:
         os.close(go_read)
@@ -165,6 +178,7 @@ def _run_app(
     *,
     entrypoint: str | None,
     go_fd: int,
+    warm: bool,
 ) -> None:
     """The app process (``entrypoint`` None: a standby that waits for it): never returns."""
     code = 4
@@ -183,7 +197,8 @@ def _run_app(
         os.chdir(layout.workspace)
         sys.dont_write_bytecode = True
         if entrypoint is None:
-            _warm_up_on_spare_cpu(go_fd)
+            if warm:
+                _warm_up_on_spare_cpu(go_fd)
             entrypoint = _read_entrypoint(go_fd)
             if not entrypoint:
                 code = 0

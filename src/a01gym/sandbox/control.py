@@ -193,7 +193,7 @@ def serve(
     """Run a supervisor until it is killed. Forks the app zygote first, then the token is
     read or made, so the app zygote's memory never holds it."""
     layout.create()
-    zygote_socket = app_process.spawn_app_zygote(layout, capabilities)
+    zygote_socket = app_process.spawn_app_zygote(layout, capabilities, limits.warm_standby)
     token = load_or_create_token(token_file or layout.token)
     supervisor = Supervisor(layout, zygote_socket, limits, lifeline=lifeline)
     api = ControlApi(supervisor, token)

@@ -52,6 +52,9 @@ class SupervisorLimits:
     max_workspace_bytes: int = 16 * 1024 * 1024
     app_start_timeout_s: float = 10.0
     app_request_timeout_s: float = 10.0
+    # The standby app's warm-up (see app_process): worth it where sandboxes come from a warm
+    # pool on a machine with spare CPU (the local backend); a pod's supervisor skips it.
+    warm_standby: bool = False
 
 
 class Supervisor:
