@@ -60,6 +60,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 GROUP = "a01gym.dev"
+_BACKEND_LABEL = f"{GROUP}/backend"
 VERSION = "v1alpha1"
 EPISODES = "episodes"
 SANDBOXPOOLS = "sandboxpools"
@@ -371,9 +372,8 @@ class KubernetesBackendSettings(BaseModel):
 class KubernetesSandbox:
     """A sandbox behind one Episode.
 
-    The supervisor client is built on first use: an httpx client costs tens of milliseconds
-    of CPU (it loads a CA bundle even for plain-HTTP URLs), which a gateway acquiring
-    hundreds of sandboxes at once should not pay for ones it releases unused.
+    The supervisor client is built on first use, so a sandbox released unused (a burst
+    acquired and dropped) never opens a connection.
     """
 
     id: str
@@ -401,6 +401,80 @@ class KubernetesSandbox:
             await self._client.aclose()
 
 
+class _EpisodeWatch:
+    """One watch on the Episodes a backend created, shared by every ``acquire`` waiting.
+
+    A watch per waiting Episode (with a name field selector) makes the API server test every
+    Episode event against every open watch: quadratic in a burst of hundreds. This is the
+    informer pattern instead: list, then watch, keep the latest object of each Episode, and
+    wake whoever waits for it.
+    """
+
+    def __init__(self, kube: KubeClient, path: str, selector: str) -> None:
+        self._kube, self._path, self._selector = kube, path, selector
+        self._latest: dict[str, dict[str, Any]] = {}
+        self._changed: dict[str, asyncio.Event] = {}
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="a01gym-episode-watch")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def forget(self, name: str) -> None:
+        self._latest.pop(name, None)
+        self._changed.pop(name, None)
+
+    async def next(self, name: str, seen: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """The Episode as the watch saw it last, once that is not ``seen`` (the object this
+        returned before); ``seen`` again after ``timeout_s``. A deleted Episode comes back
+        with ``deleted`` set."""
+        changed = self._changed.setdefault(name, asyncio.Event())
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                while (current := self._latest.get(name)) is None or current is seen:
+                    changed.clear()
+                    await changed.wait()
+        return self._latest.get(name) or seen
+
+    def _update(self, obj: dict[str, Any], *, deleted: bool = False) -> None:
+        name = obj["metadata"]["name"]
+        self._latest[name] = {**obj, "deleted": True} if deleted else obj
+        if name in self._changed:
+            self._changed[name].set()
+
+    async def _run(self) -> None:
+        version: str | None = None
+        while True:
+            try:
+                if version is None:
+                    listing = await self._kube.list(self._path, labelSelector=self._selector)
+                    version = listing["metadata"]["resourceVersion"]
+                    for item in listing["items"]:
+                        self._update(item)
+                async for kind, obj in self._kube.watch(
+                    self._path, resource_version=version, labelSelector=self._selector
+                ):
+                    version = obj["metadata"].get("resourceVersion", version)
+                    if kind != "BOOKMARK":
+                        self._update(obj, deleted=kind == "DELETED")
+            except KubeApiError as exc:
+                if exc.status == 410:
+                    version = None  # too old: list again
+                else:
+                    logger.warning("Episode watch failed (%s); retrying", exc)
+                    await asyncio.sleep(1.0)
+            except (httpx.TransportError, ValueError) as exc:
+                logger.warning("Episode watch broke (%s); retrying", exc.__class__.__name__)
+                await asyncio.sleep(1.0)
+
+
 class KubernetesBackend:
     """Sandboxes as Episode custom resources reconciled by the a01gym operator."""
 
@@ -416,6 +490,8 @@ class KubernetesBackend:
         self._credentials = credentials
         self._kube: KubeClient | None = None
         self._in_use: dict[str, KubernetesSandbox] = {}
+        self._id = os.urandom(4).hex()  # labels the Episodes this backend creates
+        self._watch: _EpisodeWatch | None = None
         self._starting = 0
         self._spawned_total = 0
         self._failed_total = 0
@@ -437,12 +513,17 @@ class KubernetesBackend:
         if self._kube is None:
             credentials = self._credentials or KubeCredentials.load(self.settings.kubeconfig)
             self._kube = KubeClient(credentials)
+            selector = f"{_BACKEND_LABEL}={self._id}"
+            self._watch = _EpisodeWatch(self._kube, self._path(), selector)
 
     async def close(self) -> None:
         """Release (delete) every Episode this backend still holds."""
         await asyncio.gather(
             *(self.release(s) for s in list(self._in_use.values())), return_exceptions=True
         )
+        if self._watch is not None:
+            await self._watch.close()
+            self._watch = None
         if self._kube is not None:
             await self._kube.aclose()
             self._kube = None
@@ -469,7 +550,10 @@ class KubernetesBackend:
                 except KubeApiError as exc:
                     raise SandboxStartError(f"no Episode {name!r}: {exc}") from exc
             try:
-                episode = await self._wait_ready(episode)
+                if created and self._watch is not None:
+                    episode = await self._wait_ready_shared(self._watch, episode)
+                else:
+                    episode = await self._wait_ready(episode)
                 token = await self._token(episode)
             except BaseException:
                 if created:
@@ -497,6 +581,8 @@ class KubernetesBackend:
             return
         sandbox.released = True
         self._in_use.pop(sandbox.id, None)
+        if self._watch is not None:
+            self._watch.forget(sandbox.id)
         await sandbox.aclose()
         if self._kube is not None:
             await self._kube.delete(self._path(sandbox.id), uid=sandbox.uid)
@@ -521,10 +607,32 @@ class KubernetesBackend:
             "kind": "Episode",
             "metadata": {
                 "generateName": self.settings.name_prefix,
-                "labels": {f"{GROUP}/created-by": "gateway"},
+                "labels": {f"{GROUP}/created-by": "gateway", _BACKEND_LABEL: self._id},
             },
             "spec": spec,
         }
+
+    async def _wait_ready_shared(
+        self, watch: _EpisodeWatch, episode: dict[str, Any]
+    ) -> dict[str, Any]:
+        """``_wait_ready`` on the backend's shared watch (Episodes this backend created)."""
+        name = episode["metadata"]["name"]
+        watch.start()
+        deadline = time.monotonic() + self.settings.ready_timeout_s
+        while True:
+            if episode.get("deleted"):
+                raise SandboxStartError("Episode was deleted", sandbox_id=name)
+            _check_terminal(episode)
+            if (episode.get("status") or {}).get("phase") == "Ready":
+                return episode
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SandboxTimeoutError(
+                    f"Episode not Ready after {self.settings.ready_timeout_s:.0f}s",
+                    sandbox_id=name,
+                    hint=f"kubectl describe episode {name}; is the operator running?",
+                )
+            episode = await watch.next(name, episode, remaining)
 
     async def _wait_ready(self, episode: dict[str, Any]) -> dict[str, Any]:
         name = episode["metadata"]["name"]
