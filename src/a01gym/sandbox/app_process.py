@@ -50,7 +50,7 @@ _LOG_TAIL_BYTES = 4000
 _WARMUP_PATH = "/.well-known/a01gym-warmup"
 _WARMUP_TIMEOUT_S = 5.0
 _MAX_ENTRYPOINT = 4096
-_BUSY_LOAD_PER_CPU = 0.75  # above this 1-minute load per CPU, the standby skips its warm-up
+_BUSY_LOAD_PER_CPU = 1.0  # from this 1-minute load per CPU on, the standby skips its warm-up
 
 
 def spawn_app_zygote(
