@@ -8,8 +8,6 @@ scoring treats as failing closed.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -164,9 +162,6 @@ def _compare(
     return None if after == expected else f"database rows {after!r} != {expected!r}"
 
 
-_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-
-
 async def run_suite(
     client: SupervisorClient,
     manifest: Manifest,
@@ -175,49 +170,30 @@ async def run_suite(
     *,
     seed: int,
 ) -> list[TestResult]:
-    """Run ``tests`` as if one after another, re-seeding the database from ``fixture`` before
-    each: every test sees the same world (one seed), and none sees what another changed.
+    """Run ``tests`` in order, re-seeding the database from ``fixture`` before each one.
 
-    Tests that only send safe methods run concurrently on one seed first, which cuts a
-    suite's chain of round trips (its latency on a busy machine) by about half. Such a batch
-    counts only if nothing wrote the database meanwhile (the supervisor's seed says so: it
-    has nothing to redo); otherwise, say a vulnerable GET that writes, those tests run again
-    one at a time, so the results are exactly the sequential ones.
+    Every test sees the same world (one seed), and none sees what an earlier test changed.
+    One at a time on purpose: scenario apps are rarely safe under concurrent requests (a
+    shared SQLite connection answers 500), and a 500 can hide a leak. The supervisor skips a
+    re-seed when nothing wrote the database since the last one, which most tests do not.
     """
     world = FixtureValues(seed)
     request = protocol.SeedRequest(
         tables=world.render(fixture.tables), actors=render_actors(manifest, world)
     )
-    results: dict[int, TestResult] = {}
-    readers = [i for i, t in enumerate(tests) if all(s.method in _SAFE_METHODS for s in t.steps)]
-    batch: dict[int, TestResult] = {}
-    if len(readers) > 1:
-        with contextlib.suppress(ControlError, SandboxError):
+    results: list[TestResult] = []
+    for test in tests:
+        try:
             await client.seed(request)
-            outcomes = await asyncio.gather(
-                *(run_test(client, tests[i], FixtureValues(seed), request.actors) for i in readers)
-            )
-            batch = dict(zip(readers, outcomes, strict=True))
-    fresh = False  # the database holds a seed no test has used yet
-    if batch:
-        with contextlib.suppress(ControlError, SandboxError):
-            if not await client.seed(request):  # nothing wrote the database meanwhile
-                results.update(batch)
-            fresh = True  # and this seed serves the next test
-    for index, test in enumerate(tests):
-        if index in results:
-            continue
-        if not fresh:
-            try:
-                await client.seed(request)
-            except (ControlError, SandboxError) as exc:
-                results[index] = TestResult(
+        except (ControlError, SandboxError) as exc:
+            results.append(
+                TestResult(
                     test_id=test.id,
                     kind=test.kind,
                     outcome=Outcome.INCONCLUSIVE,
                     reason=f"could not seed the database: {exc}",
                 )
-                continue
-        fresh = False
-        results[index] = await run_test(client, test, FixtureValues(seed), request.actors)
-    return [results[i] for i in range(len(tests))]
+            )
+            continue
+        results.append(await run_test(client, test, FixtureValues(seed), request.actors))
+    return results

@@ -1,8 +1,7 @@
-"""The hidden-test runner's concurrent batch of read-only tests, in a real sandbox.
+"""The hidden-test runner's re-seeding, in a real sandbox.
 
-A batch of safe-method tests counts only if nothing wrote the database meanwhile; a GET that
-writes (here ``/hit``) sends the batch back to one test at a time, so every test still sees
-the freshly seeded world.
+The supervisor skips a re-seed when nothing wrote the database since the last one. A GET
+that writes (here ``/hit``) must still get the next test a fresh world.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from a01gym.scenario.manifest import Fixture
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 COUNTER_APP = b"""
-import os, sqlite3, time
+import os, sqlite3
 from fastapi import FastAPI
 
 DB = os.environ["APP_DB_PATH"]
@@ -32,9 +31,8 @@ def hit() -> dict:
     return {"ok": True}
 
 
-@app.get("/slow-count")
-def slow_count() -> dict:
-    time.sleep(0.2)  # long after any /hit sent alongside has committed
+@app.get("/count")
+def count() -> dict:
     with sqlite3.connect(DB) as connection:
         return {"n": connection.execute("SELECT COUNT(*) FROM hits").fetchone()[0]}
 """
@@ -63,22 +61,22 @@ async def _suite(backend, manifest, tests):
         await backend.release(sandbox)
 
 
-async def test_a_writing_get_sends_the_batch_back_to_sequential(backend, idor_bundle):
+async def test_a_test_after_a_writing_get_sees_a_fresh_world(backend, idor_bundle):
     zero = [{"type": "json_equals", "path": "n", "value": 0}]
     tests = [
-        _test("count-1", "/slow-count", zero),
+        _test("count-1", "/count", zero),
         _test("hit", "/hit", [{"type": "status_in", "statuses": [200]}]),
-        _test("count-2", "/slow-count", zero),
+        _test("count-2", "/count", zero),
     ]
     results = await _suite(backend, idor_bundle.manifest, tests)
     assert [r.test_id for r in results] == ["count-1", "hit", "count-2"]
     assert all(r.outcome is Outcome.PASS for r in results), [(r.test_id, r.reason) for r in results]
 
 
-async def test_read_only_tests_keep_their_order_and_results(backend, idor_bundle):
+async def test_tests_keep_their_order_and_results(backend, idor_bundle):
     tests = [
-        _test("count", "/slow-count", [{"type": "json_equals", "path": "n", "value": 0}]),
-        _test("wrong", "/slow-count", [{"type": "json_equals", "path": "n", "value": 5}]),
+        _test("count", "/count", [{"type": "json_equals", "path": "n", "value": 0}]),
+        _test("wrong", "/count", [{"type": "json_equals", "path": "n", "value": 5}]),
     ]
     results = await _suite(backend, idor_bundle.manifest, tests)
     assert [(r.test_id, r.outcome) for r in results] == [
