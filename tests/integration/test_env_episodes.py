@@ -267,13 +267,13 @@ async def test_warm_spares_serve_repeat_resets_and_are_released(
     env = environment.A01Environment(runtime)
     await env.reset(seed=1)
     assert runtime.spares is not None
-    for _ in range(200):
-        if runtime.spares.count == 1:
+    for _ in range(200):  # one episode spare and one grading spare
+        if runtime.spares.count == 2:
             break
         await asyncio.sleep(0.02)
+    assert runtime.spares.count == 2
+    await env.reset(seed=2)  # takes the episode spare: a pristine, seeded app
     assert runtime.spares.count == 1
-    await env.reset(seed=2)  # takes the spare: a pristine, seeded app
-    assert runtime.spares.count == 0
     wire = (
         await env.step(
             {"tool": "http_request", "method": "GET", "path": "/notes", "actor": "alice"}

@@ -35,7 +35,7 @@ from a01gym.env.sampler import CurriculumSampler
 from a01gym.env.warm import WarmSpares
 from a01gym.errors import EpisodeError, SandboxError
 from a01gym.sandbox import protocol, verification
-from a01gym.sandbox.backend import Sandbox, SandboxBackend
+from a01gym.sandbox.backend import BackgroundReleases, Sandbox, SandboxBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.fixtures import FixtureValues
 from a01gym.scenario.manifest import Patch
@@ -95,26 +95,20 @@ class EnvRuntime:
     default_split: str = "train"
     routes: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
     spares: WarmSpares | None = None
-    _releases: set[asyncio.Task[None]] = dataclasses.field(default_factory=set, repr=False)
+    releases: BackgroundReleases = dataclasses.field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.releases = BackgroundReleases(self.backend)
 
     async def release_later(self, sandbox: Sandbox) -> None:
         """Release ``sandbox`` in the background: a terminal step need not wait for the
         teardown of sandboxes it is done with. :meth:`close` waits for them."""
-        task = asyncio.create_task(self._release(sandbox), name="a01gym-release")
-        self._releases.add(task)
-        task.add_done_callback(self._releases.discard)
-
-    async def _release(self, sandbox: Sandbox) -> None:
-        try:
-            await self.backend.release(sandbox)
-        except Exception:
-            logger.exception("releasing sandbox %s failed", getattr(sandbox, "id", "?"))
+        self.releases.release_later(sandbox)
 
     async def close(self) -> None:
         """Finish background releases and release the warm spares (the backend is closed by
         whoever started it)."""
-        if self._releases:
-            await asyncio.gather(*self._releases, return_exceptions=True)
+        await self.releases.drain()
         if self.spares is not None:
             await self.spares.close()
 
@@ -497,7 +491,7 @@ class A01Environment:
     async def _recover(self, episode: _Episode, exc: SandboxError) -> tools.ToolOutcome:
         old, episode.sandbox = episode.sandbox, None
         if old is not None:
-            await self._release(old)
+            await self.runtime.releases.release(old)
         if episode.recovered:
             raise _EndEpisode(f"the sandbox failed again ({exc})")
         episode.recovered = True
@@ -515,7 +509,7 @@ class A01Environment:
             if app.state is protocol.AppState.RUNNING:
                 await tools.seed_visible_world(sandbox.client, episode.bundle)
         except SandboxError as again:
-            await self._release(sandbox)
+            await self.runtime.releases.release(sandbox)
             raise _EndEpisode(f"the replacement sandbox failed too ({again})") from again
         episode.sandbox = sandbox
         return tools.ToolOutcome.fail(
@@ -625,19 +619,13 @@ class A01Environment:
             )
 
     # -- teardown ----------------------------------------------------------------------------
-    async def _release(self, sandbox: Sandbox) -> None:
-        try:
-            await self.runtime.backend.release(sandbox)
-        except Exception:
-            logger.exception("releasing sandbox %s failed", getattr(sandbox, "id", "?"))
-
     async def _abandon(self) -> None:
         episode, self._episode = self._episode, None
         if episode is None:
             return
         if episode.sandbox is not None:
             sandbox, episode.sandbox = episode.sandbox, None
-            await self._release(sandbox)
+            await self.runtime.releases.release(sandbox)
         if episode.log is not None:
             episode.log.close()
             episode.log = None

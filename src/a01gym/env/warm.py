@@ -22,7 +22,7 @@ import logging
 from a01gym.env import tools
 from a01gym.errors import ScenarioError
 from a01gym.sandbox import protocol
-from a01gym.sandbox.backend import Sandbox, SandboxBackend
+from a01gym.sandbox.backend import BackgroundReleases, Sandbox, SandboxBackend
 from a01gym.scenario.bundle import Bundle
 
 __all__ = ["Kind", "WarmSpares", "prepare"]
@@ -78,6 +78,7 @@ class WarmSpares:
         self._spares: collections.OrderedDict[str, list[Sandbox]] = collections.OrderedDict()
         self._pending: collections.Counter[str] = collections.Counter()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._releases = BackgroundReleases(backend)
         self._gate = asyncio.Semaphore(2)
         self._closed = False
 
@@ -92,7 +93,7 @@ class WarmSpares:
             sandbox = spares.pop()
             if sandbox.alive:
                 return sandbox
-            self._release_later(sandbox)
+            self._releases.release_later(sandbox)
         return None
 
     def want(self, bundle: Bundle, kind: Kind = Kind.EPISODE) -> None:
@@ -132,18 +133,7 @@ class WarmSpares:
             victim = next((d for d, s in self._spares.items() if s and d != keep), None)
             if victim is None:
                 return
-            self._release_later(self._spares[victim].pop(0))
-
-    def _release_later(self, sandbox: Sandbox) -> None:
-        task = asyncio.create_task(self._release(sandbox), name="a01gym-spare-release")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _release(self, sandbox: Sandbox) -> None:
-        try:
-            await self.backend.release(sandbox)
-        except Exception:
-            logger.exception("releasing spare %s failed", sandbox.id)
+            self._releases.release_later(self._spares[victim].pop(0))
 
     async def close(self) -> None:
         """Stop refilling and release every spare."""
@@ -152,4 +142,5 @@ class WarmSpares:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
         spares = [s for group in self._spares.values() for s in group]
         self._spares.clear()
-        await asyncio.gather(*(self._release(s) for s in spares))
+        await asyncio.gather(*(self._releases.release(s) for s in spares))
+        await self._releases.drain()

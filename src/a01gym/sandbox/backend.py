@@ -6,13 +6,17 @@ API; everything above this seam is the same for every backend.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
 from a01gym.sandbox.client import SupervisorClient
 
-__all__ = ["PoolStats", "Sandbox", "SandboxBackend"]
+__all__ = ["BackgroundReleases", "PoolStats", "Sandbox", "SandboxBackend"]
+
+logger = logging.getLogger(__name__)
 
 
 @runtime_checkable
@@ -58,3 +62,28 @@ class SandboxBackend(Protocol):
         ...
 
     def stats(self) -> PoolStats: ...
+
+
+class BackgroundReleases:
+    """Releases sandboxes off the caller's path (teardown takes a while and nothing waits
+    on its result), logging failures; :meth:`drain` waits for the ones still running."""
+
+    def __init__(self, backend: SandboxBackend) -> None:
+        self.backend = backend
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def release_later(self, sandbox: Sandbox) -> None:
+        task = asyncio.create_task(self.release(sandbox), name="a01gym-release")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def release(self, sandbox: Sandbox) -> None:
+        """Release now; a failure is logged, not raised."""
+        try:
+            await self.backend.release(sandbox)
+        except Exception:
+            logger.exception("releasing sandbox %s failed", sandbox.id)
+
+    async def drain(self) -> None:
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)

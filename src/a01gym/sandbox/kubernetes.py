@@ -612,42 +612,42 @@ class KubernetesBackend:
             "spec": spec,
         }
 
+    def _remaining(self, episode: dict[str, Any], deadline: float) -> float:
+        """0.0 once the Episode is Ready, else the seconds left to wait for it.
+
+        Raises:
+            SandboxStartError: it failed, expired or was deleted.
+            SandboxTimeoutError: the deadline passed.
+        """
+        name = episode["metadata"]["name"]
+        if episode.get("deleted"):
+            raise SandboxStartError("Episode was deleted", sandbox_id=name)
+        _check_terminal(episode)
+        if (episode.get("status") or {}).get("phase") == "Ready":
+            return 0.0
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise SandboxTimeoutError(
+                f"Episode not Ready after {self.settings.ready_timeout_s:.0f}s",
+                sandbox_id=name,
+                hint=f"kubectl describe episode {name}; is the operator running?",
+            )
+        return remaining
+
     async def _wait_ready_shared(
         self, watch: _EpisodeWatch, episode: dict[str, Any]
     ) -> dict[str, Any]:
         """``_wait_ready`` on the backend's shared watch (Episodes this backend created)."""
-        name = episode["metadata"]["name"]
         watch.start()
         deadline = time.monotonic() + self.settings.ready_timeout_s
-        while True:
-            if episode.get("deleted"):
-                raise SandboxStartError("Episode was deleted", sandbox_id=name)
-            _check_terminal(episode)
-            if (episode.get("status") or {}).get("phase") == "Ready":
-                return episode
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise SandboxTimeoutError(
-                    f"Episode not Ready after {self.settings.ready_timeout_s:.0f}s",
-                    sandbox_id=name,
-                    hint=f"kubectl describe episode {name}; is the operator running?",
-                )
-            episode = await watch.next(name, episode, remaining)
+        while remaining := self._remaining(episode, deadline):
+            episode = await watch.next(episode["metadata"]["name"], episode, remaining)
+        return episode
 
     async def _wait_ready(self, episode: dict[str, Any]) -> dict[str, Any]:
         name = episode["metadata"]["name"]
         deadline = time.monotonic() + self.settings.ready_timeout_s
-        while True:
-            _check_terminal(episode)
-            if (episode.get("status") or {}).get("phase") == "Ready":
-                return episode
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise SandboxTimeoutError(
-                    f"Episode not Ready after {self.settings.ready_timeout_s:.0f}s",
-                    sandbox_id=name,
-                    hint=f"kubectl describe episode {name}; is the operator running?",
-                )
+        while remaining := self._remaining(episode, deadline):
             try:
                 async with asyncio.timeout(remaining):
                     async for kind, obj in self.kube.watch(
@@ -673,6 +673,7 @@ class KubernetesBackend:
                 if exc.status != 410:
                     raise
                 episode = await self.kube.get(self._path(name))
+        return episode
 
     async def _token(self, episode: dict[str, Any]) -> str:
         status = episode["status"]
