@@ -24,6 +24,30 @@ from a01gym.scenario.httptest import (
 __all__ = ["regression_tests", "visible_tests"]
 
 R = TestKind.REGRESSION
+# Report endpoints: site, path suffix, test name, and what the owner's, an admin's and a
+# teammate's read of it shows.
+_REPORTS = (
+    (
+        "record.export",
+        ".csv",
+        "export",
+        (
+            "the owner exports",
+            "an administrator's export holds every record",
+            "a teammate's export holds shared records",
+        ),
+    ),
+    (
+        "record.digest",
+        "/digest",
+        "digest",
+        (
+            "the owner's digest",
+            "the admin's digest",
+            "a teammate's digest holds shared records",
+        ),
+    ),
+)
 
 
 def regression_tests(spec: ScenarioSpec, routes: list[str]) -> list[HttpTest]:
@@ -220,57 +244,14 @@ def regression_tests(spec: ScenarioSpec, routes: list[str]) -> list[HttpTest]:
                     description="an administrator deletes any record",
                 )
             )
-    if "record.export" in sites:
-        path = f"/reports{cast.url}.csv"
-        add(
-            testkit.read_test(
-                "regression.owner_export", R, v, path, vp, description="the owner exports"
-            )
-        )
-        add(
-            testkit.read_test(
-                "regression.admin_export",
-                R,
-                adm,
-                path,
-                op,
-                description="an administrator's export holds every record",
-            )
-        )
+    for site, suffix, name, (own, admin, shared) in _REPORTS:
+        if site not in sites:
+            continue
+        path = f"/reports{cast.url}{suffix}"
+        add(testkit.read_test(f"regression.owner_{name}", R, v, path, vp, description=own))
+        add(testkit.read_test(f"regression.admin_{name}", R, adm, path, op, description=admin))
         if cast.shared:
-            add(
-                testkit.read_test(
-                    "regression.shared_export",
-                    R,
-                    p,
-                    path,
-                    vt,
-                    description="a teammate's export holds shared records",
-                )
-            )
-    if "record.digest" in sites:
-        path = f"/reports{cast.url}/digest"
-        add(
-            testkit.read_test(
-                "regression.owner_digest", R, v, path, vp, description="the owner's digest"
-            )
-        )
-        add(
-            testkit.read_test(
-                "regression.admin_digest", R, adm, path, op, description="the admin's digest"
-            )
-        )
-        if cast.shared:
-            add(
-                testkit.read_test(
-                    "regression.shared_digest",
-                    R,
-                    p,
-                    path,
-                    vt,
-                    description="a teammate's digest holds shared records",
-                )
-            )
+            add(testkit.read_test(f"regression.shared_{name}", R, p, path, vt, description=shared))
     if fam in ("F03", "F14", "F17"):
         add(
             HttpTest(
