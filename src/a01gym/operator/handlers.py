@@ -102,7 +102,7 @@ def operator_probe(memo: kopf.Memo, **_: Any) -> dict[str, int]:
 
 
 @kopf.index("v1", "pods", labels=_SANDBOX_PODS)
-def pod_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
+async def pod_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
     memo["reconciler"].store.put_pod(dict(body))
 
 

@@ -26,7 +26,7 @@ import secrets
 import time
 from typing import Any
 
-import httpx
+import aiohttp
 
 from a01gym.operator import builders, labels
 from a01gym.operator.metrics import OperatorMetrics
@@ -74,7 +74,7 @@ class Reconciler:
         self.metrics = metrics
         self.store = Store()
         self.ns = settings.namespace
-        self._health = httpx.AsyncClient(timeout=settings.health_timeout_s)
+        self._health: aiohttp.ClientSession | None = None
         self._locks: dict[str, asyncio.Lock] = {}
         self._pool_wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -119,7 +119,8 @@ class Reconciler:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks = []
-        await self._health.aclose()
+        if self._health is not None:
+            await self._health.close()
 
     async def resync(self) -> None:
         """Replace the store's view with a fresh LIST (drops objects whose delete we missed)."""
@@ -147,16 +148,14 @@ class Reconciler:
 
     # -- events (called by the kopf handlers) ------------------------------------------------
     async def on_pod(self, event: str | None, body: dict[str, Any]) -> None:
-        meta = body["metadata"]
         if event == "DELETED":
-            self.store.drop_pod(meta["name"], meta["uid"])
+            view = PodView.from_body(body)
+            self.store.drop_pod(view.name, view.uid)
         else:
-            self.store.put_pod(body)
-        view_labels = meta.get("labels") or {}
-        if view_labels.get(labels.POOL):
+            view = self.store.put_pod(body)
+        if view.pool:
             self._pool_wake.set()
-        uid = view_labels.get(labels.EPISODE_UID)
-        if uid and (episode := self.store.episode_by_uid(uid)) is not None:
+        if (episode := self.store.episode_of(view)) is not None:
             await self.reconcile_episode(episode["metadata"]["name"])
 
     async def on_episode(self, event: str | None, body: dict[str, Any]) -> None:
@@ -544,11 +543,16 @@ class Reconciler:
         await self.kube.delete(self._secrets(name))
 
     async def _healthy(self, endpoint: str) -> bool:
+        if self._health is None:
+            self._health = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.settings.health_timeout_s),
+                connector=aiohttp.TCPConnector(force_close=True),  # one probe per endpoint
+            )
         try:
-            response = await self._health.get(f"http://{endpoint}/healthz")
-        except httpx.HTTPError:
+            async with self._health.get(f"http://{endpoint}/healthz") as response:
+                return response.status == 200
+        except (aiohttp.ClientError, TimeoutError):
             return False
-        return response.status_code == 200
 
     def _retry(self, name: str, delay: float) -> None:
         if name in self._retrying:

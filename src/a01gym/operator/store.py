@@ -32,6 +32,7 @@ class PodView:
     created: str
     start_time: str | None
     active_deadline_s: int | None
+    episode_name: str | None
 
     @classmethod
     def from_body(cls, body: dict[str, Any]) -> PodView:
@@ -52,6 +53,7 @@ class PodView:
             created=meta.get("creationTimestamp", ""),
             start_time=status.get("startTime"),
             active_deadline_s=(body.get("spec") or {}).get("activeDeadlineSeconds"),
+            episode_name=(meta.get("annotations") or {}).get(labels.ANNOTATION_EPISODE_NAME),
         )
 
     @property
@@ -146,8 +148,11 @@ class Store:
             table[name] = body
         return table[name]
 
-    def episode_by_uid(self, uid: str) -> dict[str, Any] | None:
-        for body in self.episodes.values():
-            if body["metadata"]["uid"] == uid:
-                return body
-        return None
+    def episode_of(self, pod: PodView) -> dict[str, Any] | None:
+        """The Episode a pod is bound to, by the name annotation every bound pod carries
+        (a scan of all Episodes per pod event is quadratic in a burst), checked against the
+        uid label so a re-created Episode of the same name never matches."""
+        body = self.episodes.get(pod.episode_name or "")
+        if body is None or not pod.episode_uid or body["metadata"]["uid"] != pod.episode_uid:
+            return None
+        return body

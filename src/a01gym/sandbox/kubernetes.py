@@ -7,7 +7,7 @@ status, and returns a sandbox whose client talks to the pod's supervisor over TC
 ``release()`` deletes the Episode; ownerReferences and the operator take the pod and its
 Secret with it.
 
-This module also holds :class:`KubeClient`, a small async REST client on httpx that the
+This module also holds :class:`KubeClient`, a small async REST client on aiohttp that the
 operator (a higher layer) shares: it needs only get/list/create/patch/delete/watch, and a
 native async client keeps hundreds of concurrent watches cheap where the official
 synchronous client would need a thread each.
@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import httpx
+import aiohttp
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -51,6 +51,7 @@ __all__ = [
     "VERSION",
     "KubeApiError",
     "KubeClient",
+    "KubeConnectionError",
     "KubeCredentials",
     "KubernetesBackend",
     "KubernetesBackendSettings",
@@ -202,44 +203,60 @@ _PATCH_TYPES = {
 }
 
 
-class KubeClient:
-    """Minimal async Kubernetes REST client (JSON only) over two httpx connection pools.
+class KubeConnectionError(SandboxError):
+    """The API server could not be reached, or a connection to it broke."""
 
-    Requests share a bounded pool of keep-alive connections: in a burst, hundreds of
-    concurrent requests queue for a connection here instead of each opening (and, past the
-    keep-alive limit, closing again) its own TLS connection, a handshake that costs more CPU
-    than the request. Watches hold their connection for minutes, so they get their own
-    unbounded pool and can never starve (or deadlock) the requests.
+
+class KubeClient:
+    """Minimal async Kubernetes REST client (JSON only) over two aiohttp connection pools.
+
+    aiohttp rather than httpx: the operator, the gateway's backend and the test kubelet
+    make thousands of API calls in a burst, and on this hardware an httpx request costs
+    0.9 ms of client CPU (1.6 ms with 300 in flight) against aiohttp's 0.3 ms (0.24 ms),
+    measured against the local API server. kopf, which the operator runs on, uses aiohttp
+    too. Requests share a bounded pool of keep-alive connections (a burst queues for a
+    connection instead of paying a TLS handshake each); watches hold their connection for
+    minutes, so they get their own unbounded pool and can never starve the requests.
     """
 
     def __init__(
         self, credentials: KubeCredentials, *, timeout_s: float = 30.0, max_connections: int = 16
     ) -> None:
         self.credentials = credentials
-        verify = credentials.ssl_context()
-        self._http = httpx.AsyncClient(
-            base_url=credentials.server,
-            verify=verify,
-            # Waiting for a pooled connection is not a failure; callers bound their own waits.
-            timeout=httpx.Timeout(timeout_s, pool=None),
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
-        )
-        # Admission to the request pool: httpcore re-scans its whole queue of waiting
-        # requests each time a connection frees up (quadratic in a burst); waiting here is
-        # O(1) and keeps that queue no longer than the pool.
-        self._slots = asyncio.Semaphore(max_connections)
-        self._watch_http = httpx.AsyncClient(
-            base_url=credentials.server,
-            verify=verify,
-            timeout=timeout_s,
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=16),
-        )
+        self._timeout_s = timeout_s
+        self._max_connections = max_connections
+        self._ssl = credentials.ssl_context() if credentials.server.startswith("https") else None
+        self._http: aiohttp.ClientSession | None = None
+        self._watch_http: aiohttp.ClientSession | None = None
+
+    def _session(self, *, watch: bool = False) -> aiohttp.ClientSession:
+        """The request (or watch) session, created in the running loop on first use."""
+        session = self._watch_http if watch else self._http
+        if session is None or session.closed:
+            connector = aiohttp.TCPConnector(
+                ssl=self._ssl if self._ssl is not None else False,
+                limit=0 if watch else self._max_connections,
+                limit_per_host=0,
+            )
+            # Waiting for a pooled connection is not a failure (no total timeout); callers
+            # bound their own waits. Connecting and each read are bounded.
+            timeout = aiohttp.ClientTimeout(
+                total=None,
+                sock_connect=self._timeout_s,
+                sock_read=None if watch else self._timeout_s,
+            )
+            session = aiohttp.ClientSession(connector=connector, timeout=timeout)
+            if watch:
+                self._watch_http = session
+            else:
+                self._http = session
+        return session
 
     async def aclose(self) -> None:
-        await self._http.aclose()
-        await self._watch_http.aclose()
+        for session in (self._http, self._watch_http):
+            if session is not None:
+                await session.close()
+        self._http = self._watch_http = None
 
     def _headers(self, content_type: str | None = None) -> dict[str, str]:
         headers = {"Accept": "application/json"}
@@ -262,30 +279,30 @@ class KubeClient:
 
         Raises:
             KubeApiError: on any status >= 400 (``status`` tells 404 from 409 …).
-            SandboxError: when the API server cannot be reached.
+            KubeConnectionError: when the API server cannot be reached.
         """
+        url = self.credentials.server + path
+        data = None if body is None else json.dumps(body)
+        headers = self._headers(content_type if body is not None else None)
         for attempt in range(8):
             try:
-                async with self._slots:
-                    response = await self._http.request(
-                        method,
-                        path,
-                        params=params,
-                        content=None if body is None else json.dumps(body),
-                        headers=self._headers(content_type if body is not None else None),
-                    )
-            except httpx.TransportError as exc:
-                raise SandboxError(
-                    f"Kubernetes API unreachable ({exc.__class__.__name__}: {exc})"
+                async with self._session().request(
+                    method, url, params=params, data=data, headers=headers
+                ) as response:
+                    status, content = response.status, await response.read()
+                    retry_after = response.headers.get("Retry-After", "1")
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                raise KubeConnectionError(
+                    f"Kubernetes API unreachable ({exc.__class__.__name__}: {exc})",
+                    hint="check the kubeconfig's server and that the API server is up",
                 ) from exc
-            if response.status_code != 429 or attempt == 7:
+            if status != 429 or attempt == 7:
                 break
             # API Priority and Fairness pushed back: honour Retry-After (capped), with backoff.
-            retry_after = float(response.headers.get("Retry-After", "1") or 1)
-            await asyncio.sleep(min(retry_after, 0.05 * 2**attempt))
-        if response.status_code >= 400:
-            raise _api_error(response.status_code, response.content)
-        return response.json() if response.content else {}
+            await asyncio.sleep(min(float(retry_after or 1), 0.05 * 2**attempt))
+        if status >= 400:
+            raise _api_error(status, content)
+        return json.loads(content) if content else {}
 
     async def get(self, path: str) -> dict[str, Any]:
         return await self.request("GET", path)
@@ -322,26 +339,46 @@ class KubeClient:
 
         Raises:
             KubeApiError: on an ``ERROR`` event (410 Gone means: list again).
+            KubeConnectionError: when the connection fails or breaks mid-event.
         """
         query = {k: v for k, v in params.items() if v}
         query.update(watch="1", timeoutSeconds=str(timeout_s), allowWatchBookmarks="true")
         if resource_version:
             query["resourceVersion"] = resource_version
-        async with self._watch_http.stream(
-            "GET", path, params=query, headers=self._headers(), timeout=timeout_s + 10
-        ) as response:
-            if response.status_code >= 400:
-                raise _api_error(response.status_code, await response.aread())
-            async for line in response.aiter_lines():
-                if not line:
-                    continue
-                event = json.loads(line)
-                if event["type"] == "ERROR":
-                    status = event["object"]
-                    raise KubeApiError(
-                        status.get("code", 500), status.get("reason", ""), status.get("message", "")
-                    )
-                yield event["type"], event["object"]
+        try:
+            async with self._session(watch=True).get(
+                self.credentials.server + path,
+                params=query,
+                headers=self._headers(),
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=self._timeout_s, sock_read=timeout_s + 10
+                ),
+            ) as response:
+                if response.status >= 400:
+                    raise _api_error(response.status, await response.read())
+                # Split lines ourselves: one event is one line, and an object can be larger
+                # than aiohttp's readline() limit.
+                pending = b""
+                async for chunk in response.content.iter_any():
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                    for line in lines:
+                        if line.strip():
+                            yield _watch_event(line)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            raise KubeConnectionError(
+                f"watch of {path} broke ({exc.__class__.__name__}: {exc})"
+            ) from exc
+
+
+def _watch_event(line: bytes) -> tuple[str, dict[str, Any]]:
+    event = json.loads(line)
+    if event["type"] == "ERROR":
+        status = event["object"]
+        raise KubeApiError(
+            status.get("code", 500), status.get("reason", ""), status.get("message", "")
+        )
+    return event["type"], event["object"]
 
 
 def _api_error(status: int, content: bytes) -> KubeApiError:
@@ -470,7 +507,7 @@ class _EpisodeWatch:
                 else:
                     logger.warning("Episode watch failed (%s); retrying", exc)
                     await asyncio.sleep(1.0)
-            except (httpx.TransportError, ValueError) as exc:
+            except (KubeConnectionError, ValueError) as exc:
                 logger.warning("Episode watch broke (%s); retrying", exc.__class__.__name__)
                 await asyncio.sleep(1.0)
 

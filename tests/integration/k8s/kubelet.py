@@ -26,12 +26,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 # Imported lazily by uvicorn when a server starts; importing them once here means every
 # forked pod starts without importing anything.
 from a01gym.sandbox import control, isolation
-from a01gym.sandbox.kubernetes import KubeApiError, KubeClient, KubeCredentials
+from a01gym.sandbox.kubernetes import KubeApiError, KubeClient, KubeConnectionError, KubeCredentials
 
 NODE = "process-kubelet"
 
@@ -73,7 +71,7 @@ class ProcessKubelet:
                     ):
                         if kind != "BOOKMARK":
                             await self.handle(kind, pod)
-                except (KubeApiError, httpx.HTTPError):
+                except (KubeApiError, KubeConnectionError):
                     await asyncio.sleep(0.2)
         finally:
             monitor.cancel()
