@@ -35,3 +35,17 @@ def test_an_older_event_never_overwrites_a_newer_write() -> None:
     store.put_pod(_pod("p1", "4", **{labels.STATE: labels.STATE_IDLE}))
     assert [p.name for p in store.pods_of_episode("e1")] == ["p1"]
     assert store.pods["p1"].resource_version == "5"
+
+
+def test_a_pods_episode_is_found_by_name_and_checked_by_uid() -> None:
+    store = Store()
+    episode = {"metadata": {"name": "ep-1", "uid": "e1", "resourceVersion": "1"}}
+    store.put_object(store.episodes, episode)
+    bound = _pod("p1", "2", **{labels.EPISODE_UID: "e1"})
+    bound["metadata"]["annotations"] = {labels.ANNOTATION_EPISODE_NAME: "ep-1"}
+    assert store.episode_of(store.put_pod(bound)) is episode
+    # Same name, other incarnation (deleted and re-created): not this pod's Episode.
+    stale = _pod("p2", "3", uid="u2", **{labels.EPISODE_UID: "e0"})
+    stale["metadata"]["annotations"] = {labels.ANNOTATION_EPISODE_NAME: "ep-1"}
+    assert store.episode_of(store.put_pod(stale)) is None
+    assert store.episode_of(store.put_pod(_pod("p3", "4", uid="u3"))) is None
