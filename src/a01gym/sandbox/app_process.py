@@ -2,7 +2,7 @@
 
 The supervisor serves its control API from an asyncio loop, and forking from a running loop
 is unsafe. So before its loop starts, the supervisor forks a tiny single-threaded *app zygote*
-that already has FastAPI and uvicorn imported (inherited from the machine-wide zygote). Each
+that already has FastAPI and h11 imported (inherited from the machine-wide zygote). Each
 (re)start of the app is one more fork from it: about 25 ms instead of the ~300 ms of a fresh
 interpreter. The app zygote and the app live in nested Landlock domains, so the app can read
 the workspace but write only ``app/``, and can neither signal nor trace the supervisor.
@@ -16,7 +16,8 @@ skipped when the load average says the machine is busy (a throughput run), and a
 when the entrypoint arrives first. (``SCHED_IDLE`` would be neater, but an unprivileged
 process cannot leave it without ``RLIMIT_NICE``, which needs ``CAP_SYS_RESOURCE`` to raise.)
 
-Before it reports ready, an app sends itself one in-process request that matches no route
+The app is served by :mod:`~a01gym.sandbox.appserver` on the sandbox's Unix socket. Before
+it reports ready, it sends itself one in-process request that matches no route
 (FastAPI builds its included routes and middleware lazily, and anyio starts a worker thread),
 so that cost is not on the first real request. It then writes to a readiness pipe that the
 app zygote relays, so the supervisor waits on an event instead of polling the socket.
@@ -40,7 +41,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from a01gym.sandbox import isolation, server, warmup
+from a01gym.sandbox import appserver, isolation, warmup
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import AppState, AppStatus
 
@@ -218,21 +219,7 @@ def _run_app(
             traceback.print_exc()
             code = 3
             raise
-        import uvicorn
-
-        config = uvicorn.Config(
-            app,
-            uds=str(layout.app_sock),
-            log_config=None,
-            log_level="warning",
-            access_log=False,
-            lifespan="auto",
-            ws="none",
-            http="h11",
-            loop="asyncio",
-            timeout_keep_alive=3600,  # the supervisor is the only client; keep its connections
-        )
-        _AppServer(config, ready_fd).run()
+        code = asyncio.run(_serve(app, layout, ready_fd))
     except BaseException:
         if code != 3:
             traceback.print_exc()
@@ -241,27 +228,25 @@ def _run_app(
         os._exit(code)
 
 
-class _AppServer(server.QuietServer):
-    """uvicorn that warms the app, then reports ready on ``ready_fd``."""
-
-    def __init__(self, config: Any, ready_fd: int) -> None:
-        super().__init__(config)
-        self._ready_fd = ready_fd
-
-    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
-        if self.should_exit:  # lifespan startup failed; uvicorn exits with its message
-            return
-        with contextlib.suppress(Exception):
-            async with asyncio.timeout(_WARMUP_TIMEOUT_S):
-                await self._warm()
-        os.write(self._ready_fd, b"r")
-        os.close(self._ready_fd)
-
-    async def _warm(self) -> None:
-        state = getattr(self.lifespan, "state", {})
-        await warmup.asgi_request(self.config.loaded_app, "GET", _WARMUP_PATH, state=state)
-        await anyio.to_thread.run_sync(int)  # start the worker thread sync endpoints run on
+async def _serve(app: Any, layout: Layout, ready_fd: int) -> int:
+    """Start the app (lifespan), listen, warm it, report ready, serve until killed; the exit
+    code if it cannot start."""
+    server = appserver.AppServer(app)
+    try:
+        await server.start()
+    except appserver.StartupFailed as exc:
+        print(f"Application startup failed. Exiting.\n{exc}", file=sys.stderr)
+        return 3
+    listener = await server.listen(str(layout.app_sock))
+    with contextlib.suppress(Exception):
+        async with asyncio.timeout(_WARMUP_TIMEOUT_S):
+            await warmup.asgi_request(app, "GET", _WARMUP_PATH, state=server.state)
+            await anyio.to_thread.run_sync(int)  # start the worker thread sync endpoints run on
+    os.write(ready_fd, b"r")
+    os.close(ready_fd)
+    async with listener:
+        await listener.serve_forever()
+    return 0
 
 
 class AppProcess:

@@ -18,7 +18,6 @@ import sqlite3
 from collections.abc import Callable
 from typing import Annotated, Any
 
-import uvicorn
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query
 from pydantic import BaseModel
 
@@ -129,7 +128,7 @@ async def _drive(app: Any, stop: Callable[[], bool]) -> None:
 def exercise_app_stack(
     *, serve: bool, openapi: bool = False, stop: Callable[[], bool] = lambda: False
 ) -> None:
-    """Build a throwaway FastAPI app, load a uvicorn config around it, optionally drive it.
+    """Build a throwaway FastAPI app, optionally drive it.
 
     Args:
         serve: send it requests too. Sync endpoints run on worker threads, so a process
@@ -142,8 +141,3 @@ def exercise_app_stack(
         asyncio.run(_drive(app, stop))
     if openapi:
         app.openapi()
-    if not stop():
-        config = uvicorn.Config(
-            app, uds="/nonexistent/warm-up.sock", log_config=None, ws="none", http="h11"
-        )
-        config.load()
