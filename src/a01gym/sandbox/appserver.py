@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import sys
 import traceback
 import urllib.parse
 from typing import Any
 
 import h11
+
+from a01gym.sandbox.http11 import read_request, serve_connection
 
 __all__ = ["AppServer", "StartupFailed"]
 
@@ -57,16 +60,7 @@ class AppServer:
                 the lifespan protocol.
         """
         started = asyncio.get_running_loop().create_future()
-        shutdown = asyncio.Event()
-        asked = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal asked
-            if not asked:
-                asked = True
-                return {"type": "lifespan.startup"}
-            await shutdown.wait()
-            return {"type": "lifespan.shutdown"}
+        receive = _Receive({"type": "lifespan.startup"}, {"type": "lifespan.shutdown"})
 
         async def send(message: dict[str, Any]) -> None:
             kind = message["type"]
@@ -82,7 +76,7 @@ class AppServer:
             except BaseException as exc:
                 if started.done():
                     return
-                if asked:  # it took part in the protocol, then failed: a startup error
+                if receive.used:  # it took part in the protocol, then failed: a startup error
                     started.set_exception(StartupFailed(traceback.format_exc()))
                 else:  # "lifespan unsupported": start without it, like uvicorn
                     started.set_result(None)
@@ -96,46 +90,16 @@ class AppServer:
         await started
 
     async def listen(self, path: str) -> asyncio.Server:
-        return await asyncio.start_unix_server(self._connection, path)
-
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        protocol = h11.Connection(our_role=h11.SERVER)
-        try:
-            while await self._exchange(protocol, reader, writer):
-                protocol.start_next_cycle()
-        except (ConnectionError, h11.ProtocolError):
-            pass
-        finally:
-            writer.close()
-
-    async def _read_request(
-        self, protocol: h11.Connection, reader: asyncio.StreamReader
-    ) -> tuple[h11.Request, bytes] | None:
-        head: h11.Request | None = None
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            event = protocol.next_event()
-            if event is h11.NEED_DATA:
-                protocol.receive_data(await reader.read(65536))
-            elif isinstance(event, h11.Request):
-                head = event
-            elif isinstance(event, h11.Data):
-                size += len(event.data)
-                if size > _MAX_BODY:
-                    raise h11.RemoteProtocolError("request body too large", error_status_hint=413)
-                chunks.append(bytes(event.data))
-            elif isinstance(event, h11.EndOfMessage) and head is not None:
-                return head, b"".join(chunks)
-            else:  # ConnectionClosed, or a peer that hung up mid-request
-                return None
+        return await asyncio.start_unix_server(
+            functools.partial(serve_connection, exchange=self._exchange), path
+        )
 
     async def _exchange(
         self, protocol: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
         """Serve one request; whether the connection can take another."""
         try:
-            request = await self._read_request(protocol, reader)
+            request = await read_request(protocol, reader, _MAX_BODY)
         except h11.RemoteProtocolError as exc:
             with contextlib.suppress(h11.LocalProtocolError):
                 _write(protocol, writer, exc.error_status_hint, [], str(exc).encode())
@@ -165,17 +129,9 @@ class AppServer:
             "state": self.state.copy(),
         }
         response = _Response()
-        delivered = asyncio.Event()
-        body_sent = False
-
-        async def receive() -> dict[str, Any]:
-            nonlocal body_sent
-            if not body_sent:
-                body_sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            await delivered.wait()
-            return {"type": "http.disconnect"}
-
+        receive = _Receive(
+            {"type": "http.request", "body": body, "more_body": False}, {"type": "http.disconnect"}
+        )
         keep_alive = True
         try:
             await self.app(scope, receive, response.send)
@@ -195,9 +151,28 @@ class AppServer:
         body_out = b"" if head.method == b"HEAD" else b"".join(response.chunks)
         status = response.status or 500
         _write(protocol, writer, status, response.headers, body_out, head=head.method == b"HEAD")
-        delivered.set()
+        receive.later.set()
         await writer.drain()
         return keep_alive and protocol.our_state is h11.DONE and protocol.their_state is h11.DONE
+
+
+class _Receive:
+    """An ASGI ``receive``: ``first``, then ``last`` once ``later`` is set (the response is
+    out, or the server stops)."""
+
+    __slots__ = ("first", "last", "later", "used")
+
+    def __init__(self, first: dict[str, Any], last: dict[str, Any]) -> None:
+        self.first, self.last = first, last
+        self.later = asyncio.Event()
+        self.used = False
+
+    async def __call__(self) -> dict[str, Any]:
+        if not self.used:
+            self.used = True
+            return self.first
+        await self.later.wait()
+        return self.last
 
 
 class _Response:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
@@ -22,11 +23,14 @@ import h11
 
 __all__ = [
     "BadResponseError",
+    "Exchange",
     "Http11Client",
     "Http11Server",
     "Response",
     "ServerHandler",
     "ServerRequest",
+    "read_request",
+    "serve_connection",
 ]
 
 
@@ -239,67 +243,38 @@ class Http11Server:
 
     async def serve(self, *, uds: str | None = None, host: str = "", port: int = 0) -> None:
         """Serve until cancelled."""
+        connection = functools.partial(serve_connection, exchange=self._exchange)
         if uds is not None:
-            listener = await asyncio.start_unix_server(self._connection, uds)
+            listener = await asyncio.start_unix_server(connection, uds)
         else:
-            listener = await asyncio.start_server(self._connection, host, port)
+            listener = await asyncio.start_server(connection, host, port)
         async with listener:
             await listener.serve_forever()
-
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        protocol = h11.Connection(our_role=h11.SERVER)
-        try:
-            while await self._exchange(protocol, reader, writer):
-                protocol.start_next_cycle()
-        except (ConnectionError, h11.ProtocolError):
-            pass
-        finally:
-            writer.close()
 
     async def _exchange(
         self, protocol: h11.Connection, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> bool:
         """Serve one request; whether the connection can take another."""
-        head: h11.Request | None = None
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            try:
-                event = protocol.next_event()
-            except h11.RemoteProtocolError as exc:
-                with contextlib.suppress(h11.LocalProtocolError):
-                    self._respond(protocol, writer, 400, self._error("bad_request", str(exc)))
-                return False
-            if event is h11.NEED_DATA:
-                protocol.receive_data(await reader.read(65536))
-            elif isinstance(event, h11.Request):
-                head = event
-                declared = dict(event.headers).get(b"content-length")
-                if declared is not None and int(declared) > self._max_body:
-                    message = f"request body exceeds {self._max_body} bytes"
-                    self._respond(protocol, writer, 413, self._error("too_large", message))
-                    return False
-            elif isinstance(event, h11.Data):
-                size += len(event.data)
-                if size > self._max_body:
-                    message = f"request body exceeds {self._max_body} bytes"
-                    self._respond(protocol, writer, 413, self._error("too_large", message))
-                    return False
-                chunks.append(bytes(event.data))
-            elif isinstance(event, h11.EndOfMessage) and head is not None:
-                break
-            else:  # ConnectionClosed, or a peer that hung up mid-request
-                return False
+        try:
+            request = await read_request(protocol, reader, self._max_body)
+        except h11.RemoteProtocolError as exc:
+            code = "too_large" if exc.error_status_hint == 413 else "bad_request"
+            with contextlib.suppress(h11.LocalProtocolError):
+                self._respond(protocol, writer, exc.error_status_hint, self._error(code, str(exc)))
+            return False
+        if request is None:
+            return False
+        head, body = request
         target = head.target.decode("latin-1")
         path, _, query = target.partition("?")
-        request = ServerRequest(
+        server_request = ServerRequest(
             method=head.method.decode("latin-1"),
             path=urllib.parse.unquote(path),
             query=dict(urllib.parse.parse_qsl(query, keep_blank_values=True)),
             headers={k.decode("latin-1"): v.decode("latin-1") for k, v in head.headers},
-            body=b"".join(chunks),
+            body=body,
         )
-        status, payload = await self._handler(request)
+        status, payload = await self._handler(server_request)
         self._respond(protocol, writer, status, payload)
         await writer.drain()
         return protocol.our_state is h11.DONE and protocol.their_state is h11.DONE
@@ -314,3 +289,53 @@ class Http11Server:
         wire += protocol.send(h11.Data(data=body)) or b""
         wire += protocol.send(h11.EndOfMessage()) or b""
         writer.write(wire)
+
+
+Exchange = Callable[[h11.Connection, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[bool]]
+
+
+async def serve_connection(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, exchange: Exchange
+) -> None:
+    """Keep-alive: one ``exchange`` (request and response) after another until it says stop."""
+    protocol = h11.Connection(our_role=h11.SERVER)
+    try:
+        while await exchange(protocol, reader, writer):
+            protocol.start_next_cycle()
+    except (ConnectionError, h11.ProtocolError):
+        pass
+    finally:
+        writer.close()
+
+
+async def read_request(
+    protocol: h11.Connection, reader: asyncio.StreamReader, max_body: int
+) -> tuple[h11.Request, bytes] | None:
+    """The next whole request, or ``None`` if the peer hung up.
+
+    Raises:
+        h11.RemoteProtocolError: not HTTP (``error_status_hint`` 400), or a body over
+            ``max_body`` (413, refused before it is buffered when the length is declared).
+    """
+    head: h11.Request | None = None
+    chunks: list[bytes] = []
+    size = 0
+    too_large = f"request body exceeds {max_body} bytes"
+    while True:
+        event = protocol.next_event()
+        if event is h11.NEED_DATA:
+            protocol.receive_data(await reader.read(65536))
+        elif isinstance(event, h11.Request):
+            head = event
+            declared = dict(event.headers).get(b"content-length")
+            if declared is not None and int(declared) > max_body:
+                raise h11.RemoteProtocolError(too_large, error_status_hint=413)
+        elif isinstance(event, h11.Data):
+            size += len(event.data)
+            if size > max_body:
+                raise h11.RemoteProtocolError(too_large, error_status_hint=413)
+            chunks.append(bytes(event.data))
+        elif isinstance(event, h11.EndOfMessage) and head is not None:
+            return head, b"".join(chunks)
+        else:  # ConnectionClosed, or a peer that hung up mid-request
+            return None
