@@ -1,21 +1,48 @@
-"""Process configuration, read from ``A01GYM_*`` environment variables.
+"""Process configuration: one :class:`Settings` with a section per component.
 
-Nested fields use ``__`` (``A01GYM_SANDBOX__POOL_SIZE=8``), so Helm values map onto env vars
-one to one. Build it through :func:`get_settings`, never at import time.
+Sources, strongest first: arguments, ``A01GYM_*`` environment variables, then the YAML (or
+JSON) file named by ``A01GYM_CONFIG``. Nested fields use ``__``
+(``A01GYM_SANDBOX__POOL_SIZE=8``, ``A01GYM_GATEWAY__PORT=8000``), so Helm values map onto env
+vars one to one, and the file has the same shape (``sandbox: {pool_size: 8}``). Build it
+through :func:`get_settings`, never at import time.
 """
 
 from __future__ import annotations
 
 import functools
+import ipaddress
 import os
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    YamlConfigSettingsSource,
+)
 
-__all__ = ["SandboxLimits", "SandboxSettings", "Settings", "get_settings"]
+from a01gym.errors import ConfigError
+
+__all__ = [
+    "CONFIG_ENV",
+    "GatewaySettings",
+    "KubernetesBackendSettings",
+    "OperatorSettings",
+    "SandboxLimits",
+    "SandboxSettings",
+    "Settings",
+    "get_settings",
+    "is_loopback",
+    "with_overrides",
+]
+
+CONFIG_ENV = "A01GYM_CONFIG"
+"""Names the optional YAML/JSON settings file."""
+
+_Section = TypeVar("_Section", bound=BaseModel)
 
 
 def _memory_backed_dir() -> Path:
@@ -84,17 +111,185 @@ class SandboxSettings(BaseModel):
     app_request_timeout_s: float = Field(10.0, gt=0, description="Time allowed per app request.")
 
 
+class GatewaySettings(BaseModel):
+    """How the OpenEnv gateway listens, admits sessions and finds scenarios."""
+
+    host: str = Field("127.0.0.1", description="Address to bind; non-loopback needs a token.")
+    port: int = Field(8000, ge=0, le=65535, description="TCP port (0 picks a free one).")
+    token: SecretStr | None = Field(
+        None,
+        description="Bearer token clients must present (Authorization header or ?token= in "
+        "the URL, since the stock OpenEnv client sends no headers). Required off loopback.",
+    )
+    max_sessions: int = Field(
+        64, ge=1, description="Concurrent /ws, /mcp-socket and HTTP-MCP sessions."
+    )
+    idle_timeout_s: float = Field(
+        1800.0,
+        ge=0,
+        description="Sessions idle this long are closed and their sandboxes released; 0 never.",
+    )
+    backend: Literal["local", "kubernetes"] = Field(
+        "local",
+        description="Where sandboxes run: local processes, or pods of the a01gym operator "
+        "(configured by A01GYM_KUBERNETES__* variables).",
+    )
+    cache: Path | None = Field(
+        None,
+        description="Scenario source: a factory cache directory, or a directory of bundles.",
+    )
+    weights: Path | None = Field(None, description="Curriculum weights file (JSON or YAML).")
+    split: str = Field("train", description="Split sampled when reset names none.")
+    runs_dir: Path | None = Field(
+        Path("runs"), description="Episode logs and artifacts go here; unset to disable."
+    )
+    warm_spares: int = Field(
+        8,
+        ge=0,
+        description=(
+            "Sandboxes kept prepared for recently used scenarios (fast resets and grading); 0 off."
+        ),
+    )
+    ws_max_size: int = Field(
+        16 * 1024 * 1024, ge=1024, description="Largest incoming WebSocket frame, bytes."
+    )
+
+    def check_exposure(self) -> None:
+        """Refuse to listen beyond loopback without a token.
+
+        Raises:
+            ConfigError: naming the fix.
+        """
+        if self.token is None and not is_loopback(self.host):
+            raise ConfigError(
+                "gateway.token",
+                f"binding to {self.host} without a token would expose sandboxes to the network",
+                hint="set A01GYM_GATEWAY__TOKEN (or --token), or bind to 127.0.0.1",
+            )
+
+
+def is_loopback(host: str) -> bool:
+    """True for ``localhost``, 127.0.0.0/8, ``::1`` and Unix-socket paths."""
+    if host == "localhost" or host.startswith(("unix:", "/")):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class KubernetesBackendSettings(BaseModel):
+    """How the gateway's Kubernetes backend creates Episodes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    namespace: str = Field("default", description="Namespace the Episodes are created in.")
+    pool: str | None = Field(
+        "default", description="SandboxPool to claim warm pods from; None always cold-starts."
+    )
+    ttl_seconds: int = Field(3600, ge=10, le=86400, description="Episode TTL (spec.ttlSeconds).")
+    runtime_class_name: str | None = Field(None, description="RuntimeClass, e.g. gvisor.")
+    ready_timeout_s: float = Field(120.0, gt=0, description="How long acquire() waits.")
+    kubeconfig: Path | None = Field(None, description="Kubeconfig; default: in-cluster/env.")
+    name_prefix: str = Field("ep-", description="generateName prefix of created Episodes.")
+
+
+class OperatorSettings(BaseModel):
+    """How the operator watches, builds sandbox pods and cleans up."""
+
+    namespace: str = Field("default", description="Namespace watched for Episodes and pools.")
+    kubeconfig: Path | None = Field(
+        None, description="Kubeconfig file; default: in-cluster service account or KUBECONFIG."
+    )
+    default_image: str = Field(
+        "ghcr.io/a01gym/sandbox:0.1.0",
+        description="Sandbox image for Episodes that name no pool.",
+    )
+    image_pull_policy: str = Field("IfNotPresent", description="For sandbox pods.")
+    sandbox_port: int = Field(8080, ge=1, le=65535, description="Supervisor's TCP port.")
+    sandbox_uid: int = Field(10001, ge=1, description="Non-root uid/gid of sandbox pods.")
+    workspace_size_limit: str = Field("256Mi", description="emptyDir limit of /sandbox.")
+    default_cpu_limit: str = Field("1", description="CPU limit when no resources are given.")
+    default_memory_limit: str = Field("512Mi", description="Memory limit likewise.")
+    health_timeout_s: float = Field(2.0, gt=0, description="Supervisor /healthz timeout.")
+    sweep_interval_s: float = Field(
+        1.0, gt=0, description="Period of TTL, stuck-binding and pool checks."
+    )
+    orphan_grace_s: float = Field(
+        30.0, ge=0, description="Age before an unowned sandbox pod or token Secret is deleted."
+    )
+    resync_interval_s: float = Field(
+        30.0, gt=0, description="Period of the full re-LIST and the orphan sweep."
+    )
+    pool_wait_s: float = Field(
+        5.0, ge=0, description="How long an Episode waits for its SandboxPool to appear."
+    )
+    pool_create_concurrency: int = Field(
+        32, ge=1, description="Pool pods created in parallel while refilling."
+    )
+    pool_pod_lifetime_s: int = Field(
+        86400, ge=60, description="activeDeadlineSeconds of idle pool pods (cut on claim)."
+    )
+    deadline_slack_s: int = Field(
+        60, ge=0, description="Added to an Episode's TTL for its pod's activeDeadlineSeconds."
+    )
+    terminal_retention_s: float = Field(
+        3600.0, ge=0, description="Finished/Failed/Expired Episodes are deleted after this."
+    )
+    metrics_port: int = Field(9090, ge=0, le=65535, description="Prometheus port; 0 disables.")
+    metrics_host: str = Field("0.0.0.0", description="Prometheus bind address.")
+    liveness_endpoint: str | None = Field(
+        None, description="kopf liveness endpoint, e.g. http://0.0.0.0:8081/healthz."
+    )
+
+
 class Settings(BaseSettings):
-    """Top-level process settings."""
+    """Top-level process settings: one section per component."""
 
     model_config = SettingsConfigDict(
         env_prefix="A01GYM_", env_nested_delimiter="__", extra="ignore"
     )
 
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    kubernetes: KubernetesBackendSettings = Field(default_factory=KubernetesBackendSettings)
+    operator: OperatorSettings = Field(default_factory=OperatorSettings)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        path = os.environ.get(CONFIG_ENV)
+        if not path:
+            return init_settings, env_settings
+        if not Path(path).is_file():
+            raise ConfigError(CONFIG_ENV, f"no such file {path}", hint="fix or unset it")
+        # YAML is a superset of JSON, so one source reads both.
+        return init_settings, env_settings, YamlConfigSettingsSource(settings_cls, Path(path))
 
 
 @functools.cache
 def get_settings() -> Settings:
-    """Return the process settings, built once from the environment."""
-    return Settings()
+    """Return the process settings, built once.
+
+    Raises:
+        ConfigError: naming the first invalid field as its environment variable.
+    """
+    try:
+        return Settings()
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = "A01GYM_" + "__".join(str(p) for p in first["loc"]).upper()
+        raise ConfigError(
+            field, first["msg"], hint=f"check the environment and {CONFIG_ENV}"
+        ) from exc
+
+
+def with_overrides(section: _Section, **overrides: Any) -> _Section:
+    """``section`` with some fields replaced (say, from command-line options), validated."""
+    return type(section).model_validate({**section.model_dump(), **overrides})

@@ -73,11 +73,13 @@ async def gateway_for(
         return
     if cache is None:
         raise ConfigError("--cache", "give --url of a running gateway, or --cache to start one")
+    from a01gym.config import get_settings, with_overrides
     from a01gym.gateway import app as gateway_app
     from a01gym.gateway import server
-    from a01gym.gateway.settings import GatewaySettings
 
-    settings = GatewaySettings(host="127.0.0.1", cache=cache, runs_dir=runs_dir, idle_timeout_s=0)
+    settings = with_overrides(
+        get_settings().gateway, host="127.0.0.1", cache=cache, runs_dir=runs_dir, idle_timeout_s=0
+    )
     async with server.background(gateway_app.create_app(settings)) as started:
         yield started
 

@@ -33,10 +33,10 @@ def run(
     ] = None,
 ) -> None:
     """Run the operator until interrupted."""
+    from a01gym.config import get_settings
     from a01gym.operator import runner
-    from a01gym.operator.settings import get_operator_settings
 
-    settings = get_operator_settings()
+    settings = get_settings().operator
     update = {
         k: v
         for k, v in {"namespace": namespace, "metrics_port": metrics_port}.items()

@@ -1,6 +1,6 @@
 """``a01gym serve``: run the OpenEnv gateway in the foreground.
 
-A thin wrapper: options become :class:`~a01gym.gateway.settings.GatewaySettings` (falling back
+A thin wrapper: options become :class:`~a01gym.config.GatewaySettings` (falling back
 to ``A01GYM_GATEWAY__*``), :func:`~a01gym.gateway.app.create_app` builds the app, uvicorn runs
 it. Ctrl-C or SIGTERM shut it down gracefully, releasing every sandbox.
 """
@@ -15,9 +15,9 @@ import uvicorn
 from pydantic import SecretStr
 from rich.console import Console
 
+from a01gym.config import get_settings, with_overrides
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
-from a01gym.gateway.settings import GatewaySettings
 
 __all__ = ["serve"]
 
@@ -58,7 +58,7 @@ def serve(
         }.items()
         if value is not None
     }
-    settings = GatewaySettings(**overrides)  # type: ignore[arg-type]
+    settings = with_overrides(get_settings().gateway, **overrides)
     settings.check_exposure()
     app = gateway_app.create_app(settings)
     config = server.uvicorn_config(

@@ -15,15 +15,14 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
-from pydantic import ValidationError
 
 from a01gym import __version__
+from a01gym.config import GatewaySettings, get_settings
 from a01gym.env import models, tools
 from a01gym.env.environment import A01Environment, EnvRuntime
 from a01gym.env.logger import RunLogger
@@ -35,7 +34,6 @@ from a01gym.gateway.context import GatewayContext
 from a01gym.gateway.metrics import GatewayMetrics
 from a01gym.gateway.routes import http, mcp, ws
 from a01gym.gateway.sessions import EnvFactory, SessionManager
-from a01gym.gateway.settings import GatewaySettings, get_gateway_settings
 from a01gym.sandbox.backend import PoolStats, SandboxBackend
 
 __all__ = ["PROTOCOL_VERSION", "GatewayDeps", "create_app", "runtime_deps"]
@@ -95,18 +93,9 @@ def _backend(settings: GatewaySettings) -> SandboxBackend:
 
         return LocalBackend()
     if settings.backend == "kubernetes":
-        from a01gym.sandbox.kubernetes import KubernetesBackend, KubernetesBackendSettings
+        from a01gym.sandbox.kubernetes import KubernetesBackend
 
-        prefix = "A01GYM_KUBERNETES__"
-        values = {
-            k[len(prefix) :].lower(): v for k, v in os.environ.items() if k.startswith(prefix)
-        }
-        try:
-            return KubernetesBackend(KubernetesBackendSettings.model_validate(values))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            field = prefix + "_".join(str(p) for p in first["loc"]).upper()
-            raise ConfigError(field, first["msg"]) from exc
+        return KubernetesBackend(get_settings().kubernetes)
     raise ConfigError("gateway.backend", f"unknown backend {settings.backend!r}")
 
 
@@ -148,7 +137,7 @@ def create_app(
     Raises:
         ConfigError: when the settings cannot produce a working gateway.
     """
-    settings = settings or get_gateway_settings()
+    settings = settings or get_settings().gateway
     deps = deps or _settings_deps(settings)
     metrics = GatewayMetrics(deps.pool_stats, deps.spares)
     sessions = SessionManager(

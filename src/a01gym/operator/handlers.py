@@ -15,10 +15,10 @@ from typing import Any
 
 import kopf
 
+from a01gym.config import OperatorSettings
 from a01gym.operator import labels
 from a01gym.operator.metrics import OperatorMetrics
 from a01gym.operator.reconciler import Reconciler
-from a01gym.operator.settings import OperatorSettings
 from a01gym.sandbox.kubernetes import (
     EPISODES,
     GROUP,

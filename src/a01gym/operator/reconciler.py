@@ -28,9 +28,9 @@ from typing import Any
 
 import aiohttp
 
+from a01gym.config import OperatorSettings
 from a01gym.operator import builders, labels
 from a01gym.operator.metrics import OperatorMetrics
-from a01gym.operator.settings import OperatorSettings
 from a01gym.operator.store import PodView, Store
 from a01gym.sandbox.kubernetes import (
     EPISODES,

@@ -14,9 +14,9 @@ import threading
 import kopf
 from prometheus_client import start_http_server
 
+from a01gym.config import OperatorSettings, get_settings
 from a01gym.operator import handlers
 from a01gym.operator.metrics import OperatorMetrics
-from a01gym.operator.settings import OperatorSettings, get_operator_settings
 
 __all__ = ["run"]
 
@@ -30,7 +30,7 @@ def run(
     ready_flag: threading.Event | None = None,
 ) -> None:
     """Run until stopped (SIGINT/SIGTERM, or ``stop_flag``)."""
-    settings = settings or get_operator_settings()
+    settings = settings or get_settings().operator
     assert handlers.__all__  # importing the module registers the handlers
     metrics = OperatorMetrics()
     if settings.metrics_port:

@@ -37,8 +37,8 @@ from typing import Any, Literal
 
 import aiohttp
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
 
+from a01gym.config import KubernetesBackendSettings
 from a01gym.errors import ConfigError, SandboxError, SandboxStartError, SandboxTimeoutError
 from a01gym.sandbox.backend import PoolStats
 from a01gym.sandbox.client import SupervisorClient
@@ -54,7 +54,6 @@ __all__ = [
     "KubeConnectionError",
     "KubeCredentials",
     "KubernetesBackend",
-    "KubernetesBackendSettings",
     "KubernetesSandbox",
 ]
 
@@ -387,22 +386,6 @@ def _api_error(status: int, content: bytes) -> KubeApiError:
         return KubeApiError(status, body.get("reason", ""), body.get("message", ""))
     except ValueError:
         return KubeApiError(status, "", content[:200].decode(errors="replace"))
-
-
-class KubernetesBackendSettings(BaseModel):
-    """How the gateway's Kubernetes backend creates Episodes."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    namespace: str = Field("default", description="Namespace the Episodes are created in.")
-    pool: str | None = Field(
-        "default", description="SandboxPool to claim warm pods from; None always cold-starts."
-    )
-    ttl_seconds: int = Field(3600, ge=10, le=86400, description="Episode TTL (spec.ttlSeconds).")
-    runtime_class_name: str | None = Field(None, description="RuntimeClass, e.g. gvisor.")
-    ready_timeout_s: float = Field(120.0, gt=0, description="How long acquire() waits.")
-    kubeconfig: Path | None = Field(None, description="Kubeconfig; default: in-cluster/env.")
-    name_prefix: str = Field("ep-", description="generateName prefix of created Episodes.")
 
 
 @dataclasses.dataclass(eq=False)

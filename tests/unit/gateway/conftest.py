@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from a01gym.config import GatewaySettings
 from a01gym.env import models, tools
 from a01gym.env.environment import ResetParams, StepOutcome
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
-from a01gym.gateway.settings import GatewaySettings
 
 
 class EchoEnv:

@@ -19,8 +19,8 @@ from pathlib import Path
 import yaml
 from packaging.requirements import Requirement
 
+from a01gym.config import OperatorSettings
 from a01gym.operator import builders, labels
-from a01gym.operator.settings import OperatorSettings
 
 ROOT = Path(__file__).resolve().parents[3]
 SANDBOX_DOCKERFILE = ROOT / "sandbox-image" / "Dockerfile"
