@@ -114,8 +114,7 @@ async def run(quick: bool) -> dict[str, float]:
         group = [await _ready(backend, bundle) for _ in range(10)]
         for member in group:
             await _requests(member, 5)
-        # USS of every process that belongs to the ten sandboxes (waiter, supervisor, app
-        # zygote, app), divided by ten.
+        # USS of every process of the ten sandboxes (supervisor, app zygote, app), per sandbox.
         results["uss_mb_per_sandbox"] = _sandbox_uss(backend, group)
         await asyncio.gather(*(backend.release(s) for s in group))
         results["max_concurrent"] = await _concurrent(backend, bundle, 100 if quick else 160)
@@ -123,15 +122,13 @@ async def run(quick: bool) -> dict[str, float]:
 
 
 def _sandbox_uss(backend: LocalBackend, sandboxes: list[LocalSandbox]) -> float:
+    """Sum of the USS of every process running as one of the sandboxes' uids, per sandbox."""
     zygote = psutil.Process(backend._zygote.pid)
     uids = {backend.uid_of(s) for s in sandboxes}
-    waiters = {s.pid for s in sandboxes}
     total = 0
     for process in zygote.children(recursive=True):
         try:
-            owned = process.uids().real in uids
-            waiter = any(child.pid in waiters for child in process.children())
-            if owned or waiter:
+            if process.uids().real in uids:
                 total += process.memory_full_info().uss
         except psutil.Error:
             continue
