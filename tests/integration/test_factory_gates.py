@@ -134,16 +134,10 @@ def test_interrupted_build_leaves_a_consistent_cache(tmp_path: Path, signum: int
             time.sleep(0.2)
         assert _admitted(root) >= 2
         os.kill(process.pid, signum)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            # Known bug, not yet understood: under a loaded full-suite run a first Ctrl-C has
-            # sometimes not stopped the build within 60 s (it stops in ~4 s when run alone).
-            # A second Ctrl-C raises KeyboardInterrupt at once; the cache must be consistent
-            # either way, which is what this test is about.
-            assert signum == signal.SIGINT
-            os.kill(process.pid, signal.SIGINT)
-            process.wait(timeout=60)
+        # One Ctrl-C must be enough. (It once was not: Python 3.11's asyncio.wait_for could
+        # swallow the cancellation; src/ uses asyncio.timeout instead since.) The build stops
+        # in well under a second here; the bound is for a machine loaded by a parallel suite.
+        process.wait(timeout=60)
     finally:
         if process.poll() is None:
             process.kill()
