@@ -34,7 +34,7 @@ from a01gym.sandbox.http11 import read_request, serve_connection
 __all__ = ["AppServer", "StartupFailed"]
 
 _ASGI = {"version": "3.0", "spec_version": "2.4"}
-_MAX_BODY = 32 * 1024 * 1024  # the supervisor bounds requests far below this
+_MAX_BODY = 32 * 1024 * 1024  # requests (the supervisor's limit is far lower) and responses
 _ERROR_BODY = b"Internal Server Error"
 
 
@@ -178,12 +178,13 @@ class _Receive:
 class _Response:
     """The ASGI ``send`` side of one request, buffered: the supervisor reads whole bodies."""
 
-    __slots__ = ("chunks", "complete", "headers", "status")
+    __slots__ = ("chunks", "complete", "headers", "size", "status")
 
     def __init__(self) -> None:
         self.status: int | None = None
         self.headers: list[tuple[bytes, bytes]] = []
         self.chunks: list[bytes] = []
+        self.size = 0
         self.complete = False
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -196,7 +197,11 @@ class _Response:
         elif kind == "http.response.body":
             if self.status is None or self.complete:
                 raise RuntimeError(f"unexpected ASGI message {kind!r}")
-            self.chunks.append(bytes(message.get("body", b"")))
+            chunk = bytes(message.get("body", b""))
+            self.size += len(chunk)
+            if self.size > _MAX_BODY:  # an endless stream must not eat the sandbox's memory
+                raise RuntimeError(f"response body over {_MAX_BODY} bytes")
+            self.chunks.append(chunk)
             self.complete = not message.get("more_body", False)
         else:
             raise RuntimeError(f"unexpected ASGI message {kind!r}")

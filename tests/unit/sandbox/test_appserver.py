@@ -15,7 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import StreamingResponse
 
 from a01gym.sandbox.appserver import AppServer, StartupFailed
-from a01gym.sandbox.http11 import Http11Client
+from a01gym.sandbox.http11 import BadResponseError, Http11Client
 
 
 def _app() -> FastAPI:
@@ -131,6 +131,22 @@ async def test_a_failed_startup_is_reported_and_no_lifespan_is_fine() -> None:
         assert scope["type"] == "http", "lifespan not supported"
 
     await asyncio.wait_for(AppServer(no_lifespan).start(), 5)
+
+
+async def test_an_endless_stream_is_cut_off(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    async def endless(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            raise RuntimeError("no lifespan")
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        while True:
+            await send({"type": "http.response.body", "body": b"x" * 1_000_000, "more_body": True})
+
+    async with _serving(endless, tmp_path) as client:
+        with pytest.raises(BadResponseError):
+            await _get(client, "/")
+    assert "response body over" in capsys.readouterr().err
 
 
 async def test_an_app_that_never_answers_gets_a_500(tmp_path: Path) -> None:
