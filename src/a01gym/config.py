@@ -55,6 +55,8 @@ def _memory_backed_dir() -> Path:
 class SandboxLimits(BaseModel):
     """Per-sandbox resource limits, applied to every process inside the sandbox."""
 
+    model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
+
     address_space_mb: int = Field(1024, ge=256, description="RLIMIT_AS per process, MiB.")
     cpu_seconds: int = Field(600, ge=1, description="RLIMIT_CPU per process, seconds.")
     file_size_mb: int = Field(16, ge=1, description="RLIMIT_FSIZE, MiB.")
@@ -70,6 +72,8 @@ class SandboxLimits(BaseModel):
 
 class SandboxSettings(BaseModel):
     """Settings of the local sandbox backend."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
 
     root: Path = Field(
         default_factory=lambda: _memory_backed_dir() / "a01gym-sandboxes",
@@ -113,6 +117,8 @@ class SandboxSettings(BaseModel):
 
 class GatewaySettings(BaseModel):
     """How the OpenEnv gateway listens, admits sessions and finds scenarios."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
 
     host: str = Field("127.0.0.1", description="Address to bind; non-loopback needs a token.")
     port: int = Field(8000, ge=0, le=65535, description="TCP port (0 picks a free one).")
@@ -181,7 +187,7 @@ def is_loopback(host: str) -> bool:
 class KubernetesBackendSettings(BaseModel):
     """How the gateway's Kubernetes backend creates Episodes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
 
     namespace: str = Field("default", description="Namespace the Episodes are created in.")
     pool: str | None = Field(
@@ -196,6 +202,8 @@ class KubernetesBackendSettings(BaseModel):
 
 class OperatorSettings(BaseModel):
     """How the operator watches, builds sandbox pods and cleans up."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
 
     namespace: str = Field("default", description="Namespace watched for Episodes and pools.")
     kubeconfig: Path | None = Field(
@@ -280,16 +288,24 @@ def get_settings() -> Settings:
     Raises:
         ConfigError: naming the first invalid field as its environment variable.
     """
+    import yaml  # here, not at the top: sandboxes import this module and have no PyYAML
+
     try:
         return Settings()
     except ValidationError as exc:
         first = exc.errors()[0]
-        field = "A01GYM_" + "__".join(str(p) for p in first["loc"]).upper()
+        where = [str(p) for p in first["loc"]]
+        field = "A01GYM_" + "__".join(where).upper()
         raise ConfigError(
-            field, first["msg"], hint=f"check the environment and {CONFIG_ENV}"
+            field,
+            first["msg"],
+            hint=f"set {field}, or fix {'.'.join(where)} in the {CONFIG_ENV} file",
         ) from exc
+    except (yaml.YAMLError, ValueError, TypeError) as exc:  # the file is not a mapping of YAML
+        raise ConfigError(CONFIG_ENV, f"unreadable settings file: {exc}") from exc
 
 
 def with_overrides(section: _Section, **overrides: Any) -> _Section:
-    """``section`` with some fields replaced (say, from command-line options), validated."""
+    """``section`` with some fields replaced (say, from command-line options), validated
+    (an unknown field is an error too)."""
     return type(section).model_validate({**section.model_dump(), **overrides})

@@ -63,3 +63,22 @@ def test_overrides_are_validated() -> None:
     assert base.port == 8000
     with pytest.raises(ValueError):
         with_overrides(base, max_sessions=0)
+
+
+def test_misspelt_settings_and_broken_files_are_errors(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("A01GYM_GATEWAY__MAX_SESIONS", "3")
+    with pytest.raises(ConfigError) as raised:
+        get_settings()
+    assert raised.value.field == "A01GYM_GATEWAY__MAX_SESIONS"
+    monkeypatch.delenv("A01GYM_GATEWAY__MAX_SESIONS")
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("gateway: [port: 1\n")
+    monkeypatch.setenv(CONFIG_ENV, str(broken))
+    get_settings.cache_clear()
+    with pytest.raises(ConfigError) as raised:
+        get_settings()
+    assert raised.value.field == CONFIG_ENV
+    with pytest.raises(ValueError):
+        with_overrides(GatewaySettings(), prot=1)

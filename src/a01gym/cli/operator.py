@@ -33,7 +33,7 @@ def run(
     ] = None,
 ) -> None:
     """Run the operator until interrupted."""
-    from a01gym.config import get_settings
+    from a01gym.config import get_settings, with_overrides
     from a01gym.operator import runner
 
     settings = get_settings().operator
@@ -42,7 +42,7 @@ def run(
         for k, v in {"namespace": namespace, "metrics_port": metrics_port}.items()
         if v is not None
     }
-    runner.run(settings.model_copy(update=update))
+    runner.run(with_overrides(settings, **update))
 
 
 @app.command()

@@ -11,9 +11,12 @@ behaviour wherever the app or the agent can see it:
   path is percent-decoded, ``raw_path`` and ``query_string`` are the bytes on the wire);
 * lifespan "auto": an app that rejects the lifespan scope still starts, a failed startup
   stops it with the app's message;
-* an exception before the response starts gives a plain 500, after that the answer the app
-  gave goes out; either way the connection then closes and the traceback goes to the app's
-  log, where the agent can read it;
+* the answer goes out once complete, while the app may still run BackgroundTasks;
+* a client that hangs up is noticed: ``receive`` says ``http.disconnect`` and ``send`` does
+  nothing (ASGI spec 2.3, as uvicorn), so an endless stream stops;
+* an exception (even ``SystemExit``) before the response starts gives a plain 500, after
+  that the answer the app gave goes out; the traceback goes to the app's log, where the
+  agent can read it, and a status or header that HTTP cannot carry is a 500 too;
 * no body in answers to ``HEAD``.
 """
 
@@ -33,7 +36,7 @@ from a01gym.sandbox.http11 import read_request, serve_connection
 
 __all__ = ["AppServer", "StartupFailed"]
 
-_ASGI = {"version": "3.0", "spec_version": "2.4"}
+_ASGI = {"version": "3.0", "spec_version": "2.3"}  # as uvicorn: send() never raises
 _MAX_BODY = 32 * 1024 * 1024  # requests (the supervisor's limit is far lower) and responses
 _ERROR_BODY = b"Internal Server Error"
 
@@ -51,6 +54,7 @@ class AppServer:
         self.app = app
         self.state: dict[str, Any] = {}
         self._lifespan: asyncio.Task[None] | None = None
+        self._calls: set[asyncio.Task[None]] = set()  # requests still running (background)
 
     async def start(self) -> None:
         """Run the lifespan startup, as uvicorn's ``lifespan="auto"`` does.
@@ -73,15 +77,13 @@ class AppServer:
             scope = {"type": "lifespan", "asgi": _ASGI, "state": self.state}
             try:
                 await self.app(scope, receive, send)
-            except BaseException as exc:
+            except BaseException:
                 if started.done():
                     return
                 if receive.used:  # it took part in the protocol, then failed: a startup error
                     started.set_exception(StartupFailed(traceback.format_exc()))
                 else:  # "lifespan unsupported": start without it, like uvicorn
                     started.set_result(None)
-                if not isinstance(exc, Exception):
-                    raise
             else:
                 if not started.done():
                     started.set_result(None)
@@ -102,7 +104,7 @@ class AppServer:
             request = await read_request(protocol, reader, _MAX_BODY)
         except h11.RemoteProtocolError as exc:
             with contextlib.suppress(h11.LocalProtocolError):
-                _write(protocol, writer, exc.error_status_hint, [], str(exc).encode())
+                writer.write(_wire(protocol, _plain(exc.error_status_hint, str(exc)), head=False))
             return False
         if request is None:
             return False
@@ -111,7 +113,7 @@ class AppServer:
         try:
             path = urllib.parse.unquote(raw_path.decode("ascii"))
         except UnicodeDecodeError:
-            _write(protocol, writer, 400, [], b"Invalid HTTP request target")
+            writer.write(_wire(protocol, _plain(400, "Invalid HTTP request target"), head=False))
             return False
         scope = {
             "type": "http",
@@ -132,28 +134,65 @@ class AppServer:
         receive = _Receive(
             {"type": "http.request", "body": body, "more_body": False}, {"type": "http.disconnect"}
         )
-        keep_alive = True
+        call = asyncio.create_task(self._call(scope, receive, response))
+        self._calls.add(call)
+        call.add_done_callback(self._calls.discard)
+        watch = asyncio.create_task(_watch_disconnect(protocol, reader, receive, response))
         try:
-            await self.app(scope, receive, response.send)
-        except Exception:
-            # Starlette's error middleware answers 500 and then re-raises: that answer goes
-            # out, then the connection closes (as uvicorn does once a response has started).
-            _log(f"Exception in ASGI application\n{traceback.format_exc()}")
-            keep_alive = False
-            if response.status is None:
-                response.error()
+            # The answer goes out as soon as it is complete, as with uvicorn: Starlette runs
+            # BackgroundTasks after that, inside the same call, and they may take a while.
+            await response.done.wait()
+        finally:
+            watch.cancel()  # and wait for it: its read() must be gone before ours
+            await asyncio.wait([watch])
+        if response.disconnected:
+            return False
         if response.status is None:
             _log("ASGI callable returned without starting response.")
             response.error()
         elif not response.complete:
             _log("ASGI callable returned without completing response.")
             return False
-        body_out = b"" if head.method == b"HEAD" else b"".join(response.chunks)
-        status = response.status or 500
-        _write(protocol, writer, status, response.headers, body_out, head=head.method == b"HEAD")
+        method_is_head = head.method == b"HEAD"
+        try:
+            wire = _wire(protocol, response, head=method_is_head)
+        except h11.LocalProtocolError as exc:  # a status or header HTTP cannot carry
+            _log(f"Exception in ASGI application\ninvalid response: {exc}")
+            response.error()
+            response.keep_alive = False
+            wire = _wire(protocol, response, head=method_is_head)
+        writer.write(wire)
         receive.later.set()
         await writer.drain()
-        return keep_alive and protocol.our_state is h11.DONE and protocol.their_state is h11.DONE
+        return protocol.our_state is h11.DONE and protocol.their_state is h11.DONE
+
+    async def _call(self, scope: dict[str, Any], receive: _Receive, response: _Response) -> None:
+        """Run the app for one request; whatever it raises is logged, never propagated."""
+        try:
+            await self.app(scope, receive, response.send)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():  # we are shutting down
+                raise
+            response.failed()
+        except BaseException:  # sys.exit() in an endpoint ends that request, not the app
+            response.failed()
+        finally:
+            response.done.set()
+
+
+async def _watch_disconnect(
+    protocol: h11.Connection, reader: asyncio.StreamReader, receive: _Receive, response: _Response
+) -> None:
+    """While the app works on a request, notice the client hanging up (ASGI 2.3: ``receive``
+    then says ``http.disconnect`` and ``send`` does nothing)."""
+    data = await reader.read(65536)
+    if data:  # the next request, sent early: h11 keeps it for the next cycle
+        protocol.receive_data(data)
+        return
+    response.disconnected = True
+    receive.later.set()
+    response.done.set()
 
 
 class _Receive:
@@ -178,7 +217,16 @@ class _Receive:
 class _Response:
     """The ASGI ``send`` side of one request, buffered: the supervisor reads whole bodies."""
 
-    __slots__ = ("chunks", "complete", "headers", "size", "status")
+    __slots__ = (
+        "chunks",
+        "complete",
+        "disconnected",
+        "done",
+        "headers",
+        "keep_alive",
+        "size",
+        "status",
+    )
 
     def __init__(self) -> None:
         self.status: int | None = None
@@ -186,8 +234,13 @@ class _Response:
         self.chunks: list[bytes] = []
         self.size = 0
         self.complete = False
+        self.keep_alive = True
+        self.disconnected = False
+        self.done = asyncio.Event()  # complete, or the app returned, or the client hung up
 
     async def send(self, message: dict[str, Any]) -> None:
+        if self.disconnected:
+            return
         kind = message["type"]
         if kind == "http.response.start":
             if self.status is not None:
@@ -202,9 +255,18 @@ class _Response:
             if self.size > _MAX_BODY:  # an endless stream must not eat the sandbox's memory
                 raise RuntimeError(f"response body over {_MAX_BODY} bytes")
             self.chunks.append(chunk)
-            self.complete = not message.get("more_body", False)
+            if not message.get("more_body", False):
+                self.complete = True
+                self.done.set()
         else:
             raise RuntimeError(f"unexpected ASGI message {kind!r}")
+
+    def failed(self) -> None:
+        """The app raised: log it; answer 500 unless it had answered already."""
+        _log(f"Exception in ASGI application\n{traceback.format_exc()}")
+        if self.status is None:
+            self.error()
+        self.keep_alive = False
 
     def error(self) -> None:
         self.status = 500
@@ -213,23 +275,38 @@ class _Response:
         self.complete = True
 
 
-def _write(
-    protocol: h11.Connection,
-    writer: asyncio.StreamWriter,
-    status: int,
-    headers: list[tuple[bytes, bytes]],
-    body: bytes,
-    *,
-    head: bool = False,
-) -> None:
-    """One whole response; a Content-Length is added when the app gave none and the status
-    allows a body."""
+def _wire(protocol: h11.Connection, response: _Response, *, head: bool) -> bytes:
+    """The bytes of one whole response. A Content-Length is added when the app gave none and
+    the status allows a body; a body the status forbids is dropped, as h11 under uvicorn would.
+
+    Raises:
+        h11.LocalProtocolError: before any state changes, for a status or header HTTP cannot
+            carry, or a Content-Length that does not match the body.
+    """
+    status = response.status or 500
+    body = b"".join(response.chunks)
     bodyless = head or status < 200 or status in (204, 304)
-    if not bodyless and not any(name == b"content-length" for name, _ in headers):
-        headers = [*headers, (b"content-length", str(len(body)).encode())]
-    headers = [(n, v) for n, v in headers if n != b"transfer-encoding"]
-    wire = protocol.send(h11.Response(status_code=status, headers=headers)) or b""
+    headers = [(n, v) for n, v in response.headers if n != b"transfer-encoding"]
+    declared = [v for n, v in headers if n == b"content-length"]
+    if bodyless:
+        body = b""
+    elif not declared:
+        headers.append((b"content-length", str(len(body)).encode()))
+    elif declared != [str(len(body)).encode()]:
+        raise h11.LocalProtocolError(f"Content-Length {declared} for a {len(body)}-byte body")
+    if not response.keep_alive:
+        headers.append((b"connection", b"close"))
+    event = h11.Response(status_code=status, headers=headers)  # validates, no state yet
+    wire = protocol.send(event) or b""
     if body:
         wire += protocol.send(h11.Data(data=body)) or b""
-    wire += protocol.send(h11.EndOfMessage()) or b""
-    writer.write(wire)
+    return wire + (protocol.send(h11.EndOfMessage()) or b"")
+
+
+def _plain(status: int, text: str) -> _Response:
+    """A server-made answer after which the connection closes."""
+    response = _Response()
+    response.status, response.chunks, response.complete = status, [text.encode()], True
+    response.headers = [(b"content-type", b"text/plain; charset=utf-8")]
+    response.keep_alive = False
+    return response

@@ -34,6 +34,9 @@ __all__ = [
 ]
 
 
+_SAFE_TO_RESEND = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
 class BadResponseError(Exception):
     """The server closed the connection or sent something that is not HTTP."""
 
@@ -174,8 +177,8 @@ class Http11Client:
             wire_headers.append((b"content-length", str(len(body)).encode()))
         wire_target = target.encode("latin-1")
         while True:
-            reused = bool(self._idle)
-            connection = self._idle.pop() if reused else None
+            connection = self._idle_connection()
+            reused = connection is not None
             try:
                 if connection is None:
                     connection = await self._connect(timeout)
@@ -186,8 +189,9 @@ class Http11Client:
                 raise ValueError(f"invalid HTTP request: {exc}") from exc
             except (h11.RemoteProtocolError, ConnectionError) as exc:
                 _close(connection)
-                if reused:
+                if reused and method in _SAFE_TO_RESEND:
                     continue  # the server closed an idle keep-alive connection; use a new one
+                # Anything else may have run on the server already: never send it twice.
                 raise BadResponseError(f"the server broke the HTTP exchange: {exc}") from exc
             except BaseException:
                 _close(connection)
@@ -197,6 +201,15 @@ class Http11Client:
             else:
                 connection.close()
             return response
+
+    def _idle_connection(self) -> _Connection | None:
+        """A pooled connection the server has not already closed, if any."""
+        while self._idle:
+            connection = self._idle.pop()
+            if not connection.reader.at_eof():
+                return connection
+            connection.close()
+        return None
 
     def close(self) -> None:
         for connection in self._idle:

@@ -227,9 +227,12 @@ class KubeClient:
         self._ssl = credentials.ssl_context() if credentials.server.startswith("https") else None
         self._http: aiohttp.ClientSession | None = None
         self._watch_http: aiohttp.ClientSession | None = None
+        self._closed = False
 
     def _session(self, *, watch: bool = False) -> aiohttp.ClientSession:
         """The request (or watch) session, created in the running loop on first use."""
+        if self._closed:
+            raise KubeConnectionError("this Kubernetes client is closed")
         session = self._watch_http if watch else self._http
         if session is None or session.closed:
             connector = aiohttp.TCPConnector(
@@ -252,6 +255,7 @@ class KubeClient:
         return session
 
     async def aclose(self) -> None:
+        self._closed = True
         for session in (self._http, self._watch_http):
             if session is not None:
                 await session.close()
@@ -297,8 +301,9 @@ class KubeClient:
                 ) from exc
             if status != 429 or attempt == 7:
                 break
-            # API Priority and Fairness pushed back: honour Retry-After (capped), with backoff.
-            await asyncio.sleep(min(float(retry_after or 1), 0.05 * 2**attempt))
+            # API Priority and Fairness pushed back: wait as asked (at least an exponential
+            # backoff, at most 5 s), then try again.
+            await asyncio.sleep(min(max(float(retry_after or 1), 0.05 * 2**attempt), 5.0))
         if status >= 400:
             raise _api_error(status, content)
         return json.loads(content) if content else {}
@@ -437,7 +442,7 @@ class _EpisodeWatch:
         self._task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
-        if self._task is None:
+        if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="a01gym-episode-watch")
 
     async def close(self) -> None:
@@ -465,6 +470,9 @@ class _EpisodeWatch:
 
     def _update(self, obj: dict[str, Any], *, deleted: bool = False) -> None:
         name = obj["metadata"]["name"]
+        if deleted and name not in self._changed:  # nobody waits: keep nothing (no growth)
+            self._latest.pop(name, None)
+            return
         self._latest[name] = {**obj, "deleted": True} if deleted else obj
         if name in self._changed:
             self._changed[name].set()
@@ -476,6 +484,10 @@ class _EpisodeWatch:
                 if version is None:
                     listing = await self._kube.list(self._path, labelSelector=self._selector)
                     version = listing["metadata"]["resourceVersion"]
+                    listed = {item["metadata"]["name"] for item in listing["items"]}
+                    vanished = [o for n, o in self._latest.items() if n not in listed]
+                    for gone in vanished:  # deleted while we were not watching
+                        self._update(gone, deleted=True)
                     for item in listing["items"]:
                         self._update(item)
                 async for kind, obj in self._kube.watch(
@@ -492,6 +504,10 @@ class _EpisodeWatch:
                     await asyncio.sleep(1.0)
             except (KubeConnectionError, ValueError) as exc:
                 logger.warning("Episode watch broke (%s); retrying", exc.__class__.__name__)
+                await asyncio.sleep(1.0)
+            except Exception:  # an odd event, a token file gone: the waiters depend on us
+                logger.exception("Episode watch failed; listing again")
+                version = None
                 await asyncio.sleep(1.0)
 
 
@@ -576,6 +592,8 @@ class KubernetesBackend:
                     episode = await self._wait_ready(episode)
                 token = await self._token(episode)
             except BaseException:
+                if self._watch is not None:
+                    self._watch.forget(name)
                 if created:
                     with contextlib.suppress(SandboxError):
                         await self.kube.delete(self._path(name), uid=episode["metadata"]["uid"])

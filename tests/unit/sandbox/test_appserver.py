@@ -6,16 +6,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fastapi import FastAPI, Request
+from fastapi import BackgroundTasks, FastAPI, Request, Response
 from fastapi.responses import StreamingResponse
 
 from a01gym.sandbox.appserver import AppServer, StartupFailed
 from a01gym.sandbox.http11 import BadResponseError, Http11Client
+
+calls: list[str] = []
 
 
 def _app() -> FastAPI:
@@ -45,6 +49,36 @@ def _app() -> FastAPI:
     @app.delete("/gone", status_code=204)
     def gone() -> None:
         return None
+
+    @app.post("/slow-background")
+    def slow_background(tasks: BackgroundTasks) -> dict[str, str]:
+        tasks.add_task(time.sleep, 1.5)
+        return {"queued": "yes"}
+
+    @app.post("/exit")
+    def leave() -> None:
+        calls.append("exit")
+        sys.exit(1)
+
+    @app.post("/bad-header")
+    def bad_header() -> Response:
+        calls.append("bad-header")
+        return Response(b"x", headers={"x-evil": "a\x00b"})
+
+    @app.post("/no-content-with-body")
+    def no_content_with_body() -> Response:
+        calls.append("no-content")
+        return Response(b"oops", status_code=204)
+
+    @app.get("/slow-stream")
+    def slow_stream() -> StreamingResponse:
+        def chunks() -> Iterator[bytes]:
+            while True:
+                time.sleep(0.05)
+                calls.append("tick")
+                yield b"."
+
+        return StreamingResponse(chunks())
 
     @app.get("/stream")
     def stream() -> StreamingResponse:
@@ -157,3 +191,39 @@ async def test_an_app_that_never_answers_gets_a_500(tmp_path: Path) -> None:
     async with _serving(silent, tmp_path) as client:
         response = await _get(client, "/")
     assert response.status == 500
+
+
+async def test_the_answer_does_not_wait_for_background_tasks(tmp_path: Path) -> None:
+    async with _serving(_app(), tmp_path) as client:
+        began = time.perf_counter()
+        response = await _get(client, "/slow-background", method="POST")
+        assert time.perf_counter() - began < 1.0
+    assert response.status == 200
+
+
+async def test_broken_answers_are_500s_and_never_run_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls.clear()
+    async with _serving(_app(), tmp_path) as client:
+        exited = await _get(client, "/exit", method="POST")
+        evil = await _get(client, "/bad-header", method="POST")
+        no_content = await _get(client, "/no-content-with-body", method="POST")
+        after = await _get(client, "/echo/still-here")
+    assert exited.status == 500  # sys.exit() ended the request, not the app
+    assert evil.status == 500 and "invalid response" in capsys.readouterr().err
+    assert no_content.status == 204 and no_content.body == b""
+    assert after.status == 200
+    assert calls == ["exit", "bad-header", "no-content"]  # each ran once
+
+
+async def test_a_client_that_hangs_up_stops_an_endless_stream(tmp_path: Path) -> None:
+    calls.clear()
+    async with _serving(_app(), tmp_path) as client:
+        with pytest.raises(TimeoutError):
+            await client.request("GET", "/slow-stream", query={}, headers={}, body=b"", timeout=0.3)
+        assert calls  # it was streaming
+        await asyncio.sleep(0.3)  # time to notice the hang-up
+        ticks = len(calls)
+        await asyncio.sleep(0.5)
+    assert len(calls) == ticks  # nobody iterates the stream any more

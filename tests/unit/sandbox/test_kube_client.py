@@ -18,6 +18,7 @@ from a01gym.sandbox.kubernetes import (
     KubeClient,
     KubeConnectionError,
     KubeCredentials,
+    _EpisodeWatch,
 )
 
 BIG = "x" * 300_000  # over aiohttp's 128 KiB readline limit
@@ -108,3 +109,50 @@ async def test_a_dead_server_is_a_connection_error_with_a_hint() -> None:
                 pass
     finally:
         await kube.aclose()
+
+
+WATCH_CALLS = web.AppKey("watch_calls", list[str])
+
+
+async def _episodes(request: web.Request) -> web.StreamResponse:
+    if request.query.get("watch") != "1":
+        return web.json_response({"metadata": {"resourceVersion": "1"}, "items": []})
+    calls = request.app[WATCH_CALLS]
+    calls.append(request.query.get("resourceVersion", ""))
+    response = web.StreamResponse()
+    await response.prepare(request)
+    if len(calls) == 1:  # an event this client does not understand
+        await response.write(b'{"kind": "Status"}\n')
+    else:
+        episode = {"metadata": {"name": "ep-1", "resourceVersion": "2"}, "status": {}}
+        await response.write((json.dumps({"type": "ADDED", "object": episode}) + "\n").encode())
+        await asyncio.sleep(1)
+    return response
+
+
+async def test_the_shared_episode_watch_survives_an_odd_event() -> None:
+    app = web.Application()
+    app[WATCH_CALLS] = []
+    app.router.add_get("/eps", _episodes)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    kube = KubeClient(KubeCredentials(server=f"http://127.0.0.1:{port}"))
+    watch = _EpisodeWatch(kube, "/eps", "a01gym.dev/backend=x")
+    try:
+        watch.start()
+        seen = await watch.next("ep-1", {}, timeout_s=5)
+        assert seen["metadata"]["name"] == "ep-1"
+        assert len(app[WATCH_CALLS]) == 2  # it listed and watched again after the odd event
+        # A deletion nobody waits for leaves nothing behind (the map does not grow).
+        watch.forget("ep-1")
+        watch._update({"metadata": {"name": "ep-1"}}, deleted=True)
+        assert "ep-1" not in watch._latest
+    finally:
+        await watch.close()
+        await kube.aclose()
+        await runner.cleanup()
+    with pytest.raises(KubeConnectionError, match="closed"):
+        await kube.get("/eps")
