@@ -28,6 +28,7 @@ import functools
 import sys
 import traceback
 import urllib.parse
+from collections.abc import Callable
 from typing import Any
 
 import h11
@@ -131,20 +132,30 @@ class AppServer:
             "state": self.state.copy(),
         }
         response = _Response()
+        watch: list[asyncio.Task[None]] = []
+
+        def listen() -> None:  # the app asks about a disconnect (a stream): watch the socket
+            if not watch and not response.done.is_set():
+                watch.append(
+                    asyncio.create_task(_watch_disconnect(protocol, reader, receive, response))
+                )
+
         receive = _Receive(
-            {"type": "http.request", "body": body, "more_body": False}, {"type": "http.disconnect"}
+            {"type": "http.request", "body": body, "more_body": False},
+            {"type": "http.disconnect"},
+            on_wait=listen,
         )
         call = asyncio.create_task(self._call(scope, receive, response))
         self._calls.add(call)
         call.add_done_callback(self._calls.discard)
-        watch = asyncio.create_task(_watch_disconnect(protocol, reader, receive, response))
         try:
             # The answer goes out as soon as it is complete, as with uvicorn: Starlette runs
             # BackgroundTasks after that, inside the same call, and they may take a while.
             await response.done.wait()
         finally:
-            watch.cancel()  # and wait for it: its read() must be gone before ours
-            await asyncio.wait([watch])
+            for task in watch:
+                task.cancel()  # and wait for it: its read() must be gone before ours
+                await asyncio.wait([task])
         if response.disconnected:
             return False
         if response.status is None:
@@ -197,12 +208,18 @@ async def _watch_disconnect(
 
 class _Receive:
     """An ASGI ``receive``: ``first``, then ``last`` once ``later`` is set (the response is
-    out, or the server stops)."""
+    out, the client hung up, or the server stops). ``on_wait`` runs when someone first waits
+    for ``last``: most requests never do, so they cost no watcher."""
 
-    __slots__ = ("first", "last", "later", "used")
+    __slots__ = ("first", "last", "later", "on_wait", "used")
 
-    def __init__(self, first: dict[str, Any], last: dict[str, Any]) -> None:
-        self.first, self.last = first, last
+    def __init__(
+        self,
+        first: dict[str, Any],
+        last: dict[str, Any],
+        on_wait: Callable[[], None] | None = None,
+    ) -> None:
+        self.first, self.last, self.on_wait = first, last, on_wait
         self.later = asyncio.Event()
         self.used = False
 
@@ -210,6 +227,8 @@ class _Receive:
         if not self.used:
             self.used = True
             return self.first
+        if self.on_wait is not None:
+            self.on_wait()
         await self.later.wait()
         return self.last
 
