@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
 from a01gym.gateway.metrics import GatewayMetrics
+from a01gym.tasks import cancel_and_wait
 
 __all__ = ["EnvFactory", "Session", "SessionEnv", "SessionManager", "Transport"]
 
@@ -157,10 +158,7 @@ class SessionManager:
     async def close_all(self) -> None:
         """Stop admitting sessions and close every open one (graceful shutdown)."""
         self._accepting = False
-        if self._reaper is not None:
-            self._reaper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reaper
-            self._reaper = None
+        await cancel_and_wait(self._reaper)
+        self._reaper = None
         sessions = list(self._sessions.values())
         await asyncio.gather(*(self.close(s, hang_up=True) for s in sessions))

@@ -41,6 +41,7 @@ from a01gym.sandbox.kubernetes import (
     KubeClient,
     resource_path,
 )
+from a01gym.tasks import cancel_and_wait
 
 __all__ = ["TERMINAL_PHASES", "Reconciler"]
 
@@ -113,11 +114,7 @@ class Reconciler:
         ]
 
     async def stop(self) -> None:
-        for task in [*self._tasks, *self._background]:
-            task.cancel()
-        for task in [*self._tasks, *self._background]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(*self._tasks, *self._background)
         self._tasks = []
         if self._health is not None:
             await self._health.close()

@@ -34,6 +34,7 @@ from typing import Any
 import h11
 
 from a01gym.sandbox.http11 import read_request, serve_connection
+from a01gym.tasks import cancel_and_wait
 
 __all__ = ["AppServer", "StartupFailed"]
 
@@ -153,9 +154,7 @@ class AppServer:
             # BackgroundTasks after that, inside the same call, and they may take a while.
             await response.done.wait()
         finally:
-            for task in watch:
-                task.cancel()  # and wait for it: its read() must be gone before ours
-                await asyncio.wait([task])
+            await cancel_and_wait(*watch)  # its read() must be gone before ours
         if response.disconnected:
             return False
         if response.status is None:

@@ -42,6 +42,7 @@ from a01gym.config import KubernetesBackendSettings
 from a01gym.errors import ConfigError, SandboxError, SandboxStartError, SandboxTimeoutError
 from a01gym.sandbox.backend import PoolStats
 from a01gym.sandbox.client import SupervisorClient
+from a01gym.tasks import cancel_and_wait
 
 __all__ = [
     "EPISODES",
@@ -446,11 +447,8 @@ class _EpisodeWatch:
             self._task = asyncio.create_task(self._run(), name="a01gym-episode-watch")
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
 
     def forget(self, name: str) -> None:
         self._latest.pop(name, None)

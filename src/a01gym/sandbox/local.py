@@ -36,6 +36,7 @@ from a01gym.sandbox import isolation
 from a01gym.sandbox.backend import PoolStats
 from a01gym.sandbox.client import SupervisorClient
 from a01gym.sandbox.layout import Layout
+from a01gym.tasks import cancel_and_wait
 
 __all__ = ["LocalBackend", "LocalSandbox"]
 
@@ -166,9 +167,7 @@ class LocalBackend:
             # (asyncio.wait_for racing a completing future, anywhere below us).
             self._closing = True
             self._wake.set()
-            self._refiller.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._refiller
+            await cancel_and_wait(self._refiller)
             self._refiller = None
         sandboxes = [*self._idle, *self._in_use]
         self._idle.clear()
@@ -189,11 +188,8 @@ class LocalBackend:
         except TimeoutError:
             self._zygote.kill()
             await self._zygote.wait()
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
-            self._reader = None
+        await cancel_and_wait(self._reader)
+        self._reader = None
         self._zygote = None
 
     # -- acquire / release -------------------------------------------------------------------
