@@ -109,7 +109,7 @@ class SandboxSettings(BaseModel):
         1024 * 1024, ge=1024, description="Largest control request body (excluding workspaces)."
     )
     max_workspace_bytes: int = Field(
-        16 * 1024 * 1024, ge=1024, description="Largest workspace tarball accepted."
+        16 * 1024 * 1024, ge=1024, description="Largest workspace accepted (sum of file sizes)."
     )
     app_start_timeout_s: float = Field(10.0, gt=0, description="Time allowed for the app to start.")
     app_request_timeout_s: float = Field(10.0, gt=0, description="Time allowed per app request.")

@@ -132,6 +132,33 @@ async def test_path_escapes_are_refused_with_a_clear_error(backend, idor_bundle,
         await backend.release(sandbox)
 
 
+async def test_bad_workspace_uploads_are_refused_and_nothing_is_written(backend, idor_bundle):
+    sandbox = await backend.acquire()
+    try:
+        await sandbox.client.load_workspace(idor_bundle.workspace, entrypoint="app.main:app")
+        cases = [
+            (b'{"files": {"../escape.py": "eA=="}}', protocol.ErrorCode.BAD_REQUEST, "escapes"),
+            (b'{"files": {"a.py": "not base64!"}}', protocol.ErrorCode.BAD_REQUEST, "upload"),
+            (b'{"files": ["a.py"]}', protocol.ErrorCode.BAD_REQUEST, "upload"),
+            (b"\x1f\x8b not json", protocol.ErrorCode.BAD_REQUEST, "upload"),
+        ]
+        for body, code, words in cases:
+            with pytest.raises(ControlError) as error:
+                await sandbox.client._call(
+                    "PUT",
+                    "/workspace",
+                    params={"entrypoint": "app.main:app"},
+                    content=body,
+                    content_type="application/json",
+                )
+            assert error.value.code is code and words in error.value.message, body
+        # The workspace loaded before is untouched.
+        names = {entry.path for entry in await sandbox.client.list_files()}
+        assert names == set(idor_bundle.workspace)
+    finally:
+        await backend.release(sandbox)
+
+
 async def test_oversized_and_non_unique_edits_are_refused(backend, idor_bundle):
     sandbox = await backend.acquire()
     try:

@@ -16,7 +16,6 @@ from typing import Any
 from a01gym.errors import SandboxError, SandboxLostError, SandboxTimeoutError
 from a01gym.sandbox import protocol
 from a01gym.sandbox.http11 import BadResponseError, Http11Client
-from a01gym.scenario.bundle import pack_files
 
 __all__ = ["ControlError", "SupervisorClient"]
 
@@ -134,8 +133,8 @@ class SupervisorClient:
             "PUT",
             "/workspace",
             params=params,
-            content=pack_files(files),
-            content_type="application/x-tar",
+            content=protocol.WorkspaceUpload.of(files).model_dump_json().encode(),
+            content_type="application/json",
         )
         return protocol.AppStatus.model_validate(status)
 

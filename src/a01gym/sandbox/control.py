@@ -70,7 +70,7 @@ class ControlApi:
 
     def server(self) -> Http11Server:
         limits = self.supervisor.limits
-        largest = max(limits.max_workspace_bytes, limits.max_request_bytes)
+        largest = max(limits.max_upload_bytes, limits.max_request_bytes)
         return Http11Server(self.handle, max_body=largest, error=_error)
 
     async def handle(self, request: ServerRequest) -> tuple[int, Any]:
@@ -118,8 +118,8 @@ class ControlApi:
         entrypoint = request.query.get("entrypoint", "")
         if ":" not in entrypoint:
             raise SupervisorError(ErrorCode.BAD_REQUEST, "entrypoint must be 'module:attribute'")
-        archive = self._body(request, self.supervisor.limits.max_workspace_bytes)
-        await self.supervisor.load_workspace(archive, entrypoint)
+        upload = self._body(request, self.supervisor.limits.max_upload_bytes)
+        await self.supervisor.load_workspace(upload, entrypoint)
         if request.query.get("start") == "true":
             return await self.supervisor.restart_app()
         return self.supervisor.app.status()

@@ -7,7 +7,9 @@ mistakes (bad path, non-unique edit, app failed to start) from sandbox failures.
 
 from __future__ import annotations
 
+import base64
 import enum
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,12 +29,32 @@ __all__ = [
     "SearchMatch",
     "SearchRequest",
     "SeedRequest",
+    "WorkspaceUpload",
     "WriteRequest",
 ]
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class WorkspaceUpload(_Model):
+    """Body of ``PUT /workspace``: every file, base64-encoded.
+
+    JSON rather than a tar archive: a supervisor parses it with the json and base64 C code,
+    where tarfile ran a good deal of pure Python in every sandbox (measured: ~0.45 MB more
+    copy-on-write pages per supervisor).
+    """
+
+    files: dict[str, str]
+
+    @classmethod
+    def of(cls, files: Mapping[str, bytes]) -> WorkspaceUpload:
+        return cls(files={path: base64.b64encode(data).decode() for path, data in files.items()})
+
+    def decoded(self) -> dict[str, bytes]:
+        """Path -> bytes. Raises ValueError for bad base64."""
+        return {path: base64.b64decode(text, validate=True) for path, text in self.files.items()}
 
 
 class ErrorCode(enum.StrEnum):

@@ -27,7 +27,7 @@ from a01gym.sandbox.http11 import BadResponseError, Http11Client
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import ErrorCode
 from a01gym.sandbox.workspace import Workspace, WorkspaceError
-from a01gym.scenario.bundle import unpack_files
+from a01gym.scenario.bundle import safe_relative_path
 
 __all__ = ["Supervisor", "SupervisorError", "SupervisorLimits"]
 
@@ -55,6 +55,11 @@ class SupervisorLimits:
     # The standby app's warm-up (see app_process): worth it where sandboxes come from a warm
     # pool on a machine with spare CPU (the local backend); a pod's supervisor skips it.
     warm_standby: bool = False
+
+    @property
+    def max_upload_bytes(self) -> int:
+        """A workspace upload's body: base64 adds a third, JSON a little per file."""
+        return self.max_workspace_bytes * 4 // 3 + 64 * 1024
 
 
 class Supervisor:
@@ -102,11 +107,15 @@ class Supervisor:
         return protocol.Health(workspace_loaded=self.workspace.loaded, app=self.app.status())
 
     # -- workspace ---------------------------------------------------------------------------
-    async def load_workspace(self, archive: bytes, entrypoint: str) -> None:
+    async def load_workspace(self, upload: bytes, entrypoint: str) -> None:
         try:
-            files = unpack_files(archive, max_bytes=self.limits.max_workspace_bytes)
-        except Exception as exc:
-            raise SupervisorError(ErrorCode.BAD_REQUEST, f"bad workspace archive: {exc}") from exc
+            decoded = protocol.WorkspaceUpload.model_validate_json(upload).decoded()
+            files = {safe_relative_path(path): data for path, data in decoded.items()}
+        except ValueError as exc:  # pydantic's ValidationError included
+            raise SupervisorError(ErrorCode.BAD_REQUEST, f"bad workspace upload: {exc}") from exc
+        if sum(map(len, files.values())) > self.limits.max_workspace_bytes:
+            message = f"workspace larger than {self.limits.max_workspace_bytes} bytes"
+            raise SupervisorError(ErrorCode.TOO_LARGE, message)
         await self.app.stop()
         self._forget_seed()
         self.workspace.load(files)
