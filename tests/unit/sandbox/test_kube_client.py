@@ -6,6 +6,7 @@ kube-apiserver in tests/integration/k8s."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 from collections.abc import AsyncIterator
@@ -52,13 +53,9 @@ async def _missing(_: web.Request) -> web.Response:
     return web.json_response(body, status=404)
 
 
-@pytest.fixture
-async def server() -> AsyncIterator[str]:
-    app = web.Application()
-    app[BUSY_CALLS] = []
-    app.router.add_get("/watch", _watch)
-    app.router.add_get("/busy", _busy)
-    app.router.add_route("*", "/missing", _missing)
+@contextlib.asynccontextmanager
+async def _serving(app: web.Application) -> AsyncIterator[str]:
+    """``app`` on a free loopback port; yields its base URL."""
     runner = web.AppRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -68,6 +65,17 @@ async def server() -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[str]:
+    app = web.Application()
+    app[BUSY_CALLS] = []
+    app.router.add_get("/watch", _watch)
+    app.router.add_get("/busy", _busy)
+    app.router.add_route("*", "/missing", _missing)
+    async with _serving(app) as url:
+        yield url
 
 
 async def test_watch_reassembles_a_large_event_then_raises_the_error_event(server: str) -> None:
@@ -134,25 +142,20 @@ async def test_the_shared_episode_watch_survives_an_odd_event() -> None:
     app = web.Application()
     app[WATCH_CALLS] = []
     app.router.add_get("/eps", _episodes)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    kube = KubeClient(KubeCredentials(server=f"http://127.0.0.1:{port}"))
-    watch = _EpisodeWatch(kube, "/eps", "a01gym.dev/backend=x")
-    try:
-        watch.start()
-        seen = await watch.next("ep-1", {}, timeout_s=5)
-        assert seen["metadata"]["name"] == "ep-1"
-        assert len(app[WATCH_CALLS]) == 2  # it listed and watched again after the odd event
-        # A deletion nobody waits for leaves nothing behind (the map does not grow).
-        watch.forget("ep-1")
-        watch._update({"metadata": {"name": "ep-1"}}, deleted=True)
-        assert "ep-1" not in watch._latest
-    finally:
-        await watch.close()
-        await kube.aclose()
-        await runner.cleanup()
+    async with _serving(app) as url:
+        kube = KubeClient(KubeCredentials(server=url))
+        watch = _EpisodeWatch(kube, "/eps", "a01gym.dev/backend=x")
+        try:
+            watch.start()
+            seen = await watch.next("ep-1", {}, timeout_s=5)
+            assert seen["metadata"]["name"] == "ep-1"
+            assert len(app[WATCH_CALLS]) == 2  # it listed and watched again after the odd event
+            # A deletion nobody waits for leaves nothing behind (the map does not grow).
+            watch.forget("ep-1")
+            watch._update({"metadata": {"name": "ep-1"}}, deleted=True)
+            assert "ep-1" not in watch._latest
+        finally:
+            await watch.close()
+            await kube.aclose()
     with pytest.raises(KubeConnectionError, match="closed"):
         await kube.get("/eps")
