@@ -76,6 +76,20 @@ class Api:
     async def pods(self, selector: str) -> list[dict[str, Any]]:
         return (await self.kube.list(self.path("pods"), labelSelector=selector))["items"]
 
+    async def wait_event_reasons(
+        self, involved: str, reasons: set[str], timeout_s: float = 10
+    ) -> set[str]:
+        """Events are posted in the background after the status change: poll for them."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            listing = await self.kube.list(
+                self.path("events"), fieldSelector=f"involvedObject.name={involved}"
+            )
+            seen = {e["reason"] for e in listing["items"]}
+            if reasons <= seen or time.monotonic() > deadline:
+                return seen
+            await asyncio.sleep(0.1)
+
     async def wait_gone(self, plural: str, name: str, timeout_s: float = 20) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

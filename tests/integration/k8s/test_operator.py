@@ -67,8 +67,8 @@ async def test_ttl_expiry_marks_expired_and_deletes_pod_and_token(api: Api) -> N
     assert expired["status"]["finishedTime"]
     await api.wait_gone("pods", ready["status"]["podName"])
     await api.wait_gone("secrets", ready["status"]["tokenSecretName"])
-    events = await api.kube.list(api.path("events"), fieldSelector="involvedObject.name=short")
-    assert {"Ready", "TTLExpired"} <= {e["reason"] for e in events["items"]}
+    reasons = await api.wait_event_reasons("short", {"Ready", "TTLExpired"})
+    assert {"Ready", "TTLExpired"} <= reasons
     await api.kube.delete(api.path("episodes", "short"))
 
 
