@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
-import gc
 import importlib
 import json
 import mimetypes
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from a01gym.config import SandboxLimits
-from a01gym.sandbox import control, isolation, warmup
+from a01gym.sandbox import control, cow, isolation, warmup
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.supervisor import SupervisorLimits
 
@@ -284,11 +283,7 @@ def main() -> None:
         isolation.expose_interpreter(isolation.interpreter_paths())
     _warm()
     isolation.interpreter_paths()  # cached: every sandbox and app start needs it
-    # Children share the zygote's pages copy-on-write; a garbage collection in a child walks
-    # (and so writes to) every tracked object, copying nearly all of them. Freezing moves them
-    # out of the collector's reach.
-    gc.collect()
-    gc.freeze()
+    cow.prepare_for_fork()
     sys.stdout.flush()
     _Zygote(capabilities).run()
 
