@@ -119,13 +119,13 @@ def main() -> None:
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     samples = 10 if args.quick else 40
-    workdir = Path(tempfile.mkdtemp(prefix="a01gym-bench-k8s-"))
     began = time.perf_counter()
-    stack = Stack(workdir, namespace="bench").start()
-    try:
-        results = asyncio.run(run(stack, samples, args.burst, args.burst_pool))
-    finally:
-        stack.stop()
+    with tempfile.TemporaryDirectory(prefix="a01gym-bench-k8s-") as workdir:
+        stack = Stack(Path(workdir), namespace="bench").start()
+        try:
+            results = asyncio.run(run(stack, samples, args.burst, args.burst_pool))
+        finally:
+            stack.stop()
     targets = {k: v for k, v in TARGETS.items() if k in results}
     report.emit("k8s", results, targets, quick=args.quick, began=began, json_out=args.json_out)
 

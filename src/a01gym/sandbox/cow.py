@@ -24,7 +24,6 @@ import gc
 import os
 import re
 import sys
-import tempfile
 
 __all__ = ["prepare_for_fork"]
 
@@ -46,14 +45,15 @@ def prepare_for_fork() -> None:
 def _free_blocks() -> list[tuple[int, int]]:
     """``(block size, free blocks in partly used pools)`` for each pymalloc size class."""
     sys.stderr.flush()
-    with tempfile.TemporaryFile() as capture:
-        saved = os.dup(2)
-        os.dup2(capture.fileno(), 2)
-        try:
-            sys._debugmallocstats()
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-        capture.seek(0)
-        table = capture.read().decode(errors="replace")
+    capture = os.memfd_create("mallocstats")
+    saved = os.dup(2)
+    try:
+        os.dup2(capture, 2)
+        sys._debugmallocstats()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    with open(capture, "rb") as stats:
+        stats.seek(0)
+        table = stats.read().decode(errors="replace")
     return [(int(size), int(free)) for size, free in _ROW.findall(table)]

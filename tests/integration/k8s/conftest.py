@@ -37,17 +37,17 @@ def stack() -> Iterator[Stack]:
         ControlPlane(Path(tempfile.gettempdir())).check()
     except MissingPrerequisite as exc:
         _require(str(exc))
-    workdir = Path(tempfile.mkdtemp(prefix="a01gym-k8s-"))
-    started = Stack(
-        workdir,
-        operator_env={
-            "A01GYM_OPERATOR__RESYNC_INTERVAL_S": "2",
-            "A01GYM_OPERATOR__ORPHAN_GRACE_S": "2",
-            "A01GYM_OPERATOR__POOL_WAIT_S": "1",
-        },
-    ).start()
-    yield started
-    started.stop()
+    with tempfile.TemporaryDirectory(prefix="a01gym-k8s-") as workdir:
+        started = Stack(
+            Path(workdir),
+            operator_env={
+                "A01GYM_OPERATOR__RESYNC_INTERVAL_S": "2",
+                "A01GYM_OPERATOR__ORPHAN_GRACE_S": "2",
+                "A01GYM_OPERATOR__POOL_WAIT_S": "1",
+            },
+        ).start()
+        yield started
+        started.stop()
 
 
 @pytest_asyncio.fixture
