@@ -117,7 +117,8 @@ async def test_sandboxes_die_when_their_owner_is_sigkilled(tmp_path, full_isolat
     )
     try:
         uids = set(json.loads(await asyncio.to_thread(owner.stdout.readline)))
-        assert len([p for p in psutil.process_iter(["uids"]) if p.info["uids"].real in uids]) >= 6
+        # Each sandbox: the supervisor and its running app.
+        assert len([p for p in psutil.process_iter(["uids"]) if p.info["uids"].real in uids]) >= 4
     finally:
         owner.kill()
         owner.wait()

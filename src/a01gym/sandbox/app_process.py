@@ -1,26 +1,19 @@
-"""Runs the app under test: a per-sandbox app zygote and the supervisor's handle on it.
+"""The app under test: its process (:func:`run_app`) and the supervisor's handle on it.
 
-The supervisor serves its control API from an asyncio loop, and forking from a running loop
-is unsafe. So before its loop starts, the supervisor forks a tiny single-threaded *app zygote*
-that already has FastAPI and h11 imported (inherited from the machine-wide zygote). Each
-(re)start of the app is one more fork from it: about 25 ms instead of the ~300 ms of a fresh
-interpreter. The app zygote and the app live in nested Landlock domains, so the app can read
-the workspace but write only ``app/``, and can neither signal nor trace the supervisor.
-
-The first start is the one on the acquire path, so the app zygote forks a *standby* app at
-once, in the warm pool: it confines itself, runs :mod:`~a01gym.sandbox.warmup` to copy the
-pages an app will write, and waits for its entrypoint. Later restarts fork afresh. The
-warm-up costs ~30 ms of CPU to save ~10 ms of latency, so it is for warm pools (the local
-backend turns it on, pods leave it off) and runs only on spare CPU: it is
-skipped when the load average says the machine is busy (a throughput run), and abandoned
-when the entrypoint arrives first. (``SCHED_IDLE`` would be neater, but an unprivileged
-process cannot leave it without ``RLIMIT_NICE``, which needs ``CAP_SYS_RESOURCE`` to raise.)
+Apps are forked by a launcher (:mod:`~a01gym.sandbox.app_launcher`), never by the supervisor.
+A *standby* app is forked in the warm pool: it confines itself, runs
+:mod:`~a01gym.sandbox.warmup` to copy the pages an app will write, and waits for its
+entrypoint. The warm-up costs ~30 ms of CPU to save ~10 ms of latency, so it is for warm pools
+(the local backend turns it on, pods leave it off) and runs only on spare CPU: it is skipped
+when the load average says the machine is busy (a throughput run), and abandoned when the
+entrypoint arrives first. (``SCHED_IDLE`` would be neater, but an unprivileged process cannot
+leave it without ``RLIMIT_NICE``, which needs ``CAP_SYS_RESOURCE`` to raise.)
 
 The app is served by :mod:`~a01gym.sandbox.appserver` on the sandbox's Unix socket. Before
 it reports ready, it sends itself one in-process request that matches no route
 (FastAPI builds its included routes and middleware lazily, and anyio starts a worker thread),
 so that cost is not on the first real request. It then writes to a readiness pipe that the
-app zygote relays, so the supervisor waits on an event instead of polling the socket.
+launcher relays, so the supervisor waits on an event instead of polling the socket.
 """
 
 from __future__ import annotations
@@ -31,12 +24,12 @@ import importlib
 import json
 import os
 import select
-import selectors
 import signal
 import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
@@ -45,110 +38,14 @@ from a01gym.sandbox import appserver, isolation, warmup
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import AppState, AppStatus
 
-__all__ = ["AppProcess", "spawn_app_zygote"]
+__all__ = ["AppProcess", "run_app"]
 
 _LOG_TAIL_BYTES = 4000
 _WARMUP_PATH = "/.well-known/a01gym-warmup"
 _WARMUP_TIMEOUT_S = 5.0
 _MAX_ENTRYPOINT = 4096
+_STOP_TIMEOUT_S = 5.0
 _BUSY_LOAD_PER_CPU = 1.0  # from this 1-minute load per CPU on, the standby skips its warm-up
-
-
-def spawn_app_zygote(
-    layout: Layout, capabilities: isolation.Capabilities, warm_standby: bool = False
-) -> socket.socket:
-    """Fork the app zygote; return the supervisor's end of the command socket.
-
-    Args:
-        warm_standby: let the standby app run the warm-up (on spare CPU only).
-    """
-    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    pid = os.fork()
-    if pid == 0:
-        ours.close()
-        try:
-            _app_zygote_main(theirs, layout, capabilities, warm_standby)
-        finally:
-            os._exit(0)
-    theirs.close()
-    return ours
-
-
-def _app_zygote_main(
-    sock: socket.socket, layout: Layout, caps: isolation.Capabilities, warm_standby: bool
-) -> None:
-    isolation.die_with_parent()
-    layout.app_dir.mkdir(exist_ok=True)
-    isolation.restrict_app(layout.workspace, layout.app_dir, caps)
-    selector = selectors.DefaultSelector()
-    selector.register(sock, selectors.EVENT_READ, data=("command", 0))
-    standby: tuple[int, int] | None = _fork_app(
-        layout, caps, selector, sock, None, warm=warm_standby
-    )
-    while True:
-        for key, _ in selector.select():
-            kind, child = key.data
-            if kind == "command":
-                message = sock.recv(65536)
-                if not message:
-                    return
-                entrypoint = json.loads(message)["entrypoint"]
-                pid = None
-                if standby is not None:
-                    pid, go = standby
-                    standby = None
-                    try:
-                        os.write(go, entrypoint.encode())
-                    except OSError:  # it died; its exit is reported as usual
-                        pid = None
-                    os.close(go)
-                if pid is None:
-                    pid, _ = _fork_app(layout, caps, selector, sock, entrypoint)
-                sock.send(json.dumps({"started": pid}).encode())
-            elif kind == "ready":
-                if os.read(key.fd, 1):
-                    sock.send(json.dumps({"ready": child}).encode())
-                selector.unregister(key.fd)
-                os.close(key.fd)
-            else:
-                _, status = os.waitpid(child, 0)
-                selector.unregister(key.fd)
-                os.close(key.fd)
-                if standby is not None and standby[0] == child:
-                    os.close(standby[1])
-                    standby = None
-                    continue  # never started, so the supervisor never heard of it
-                code = os.waitstatus_to_exitcode(status)
-                sock.send(json.dumps({"exited": child, "code": code}).encode())
-
-
-def _fork_app(
-    layout: Layout,
-    caps: isolation.Capabilities,
-    selector: selectors.BaseSelector,
-    sock: socket.socket,
-    entrypoint: str | None,
-    *,
-    warm: bool = False,
-) -> tuple[int, int]:
-    """Fork an app; without ``entrypoint``, a standby. Returns its pid and the write end of
-    its entrypoint pipe (already closed, so ``-1``, unless it is a standby)."""
-    ready_read, ready_write = os.pipe()
-    go_read, go_write = os.pipe() if entrypoint is None else (-1, -1)
-    pid = os.fork()
-    if pid == 0:
-        selector.close()
-        sock.close()
-        os.close(ready_read)
-        if go_write >= 0:
-            os.close(go_write)
-        _run_app(layout, caps, ready_write, entrypoint=entrypoint, go_fd=go_read, warm=warm)
-    os.close(ready_write)
-    if go_read >= 0:
-        os.close(go_read)
-    selector.register(ready_read, selectors.EVENT_READ, data=("ready", pid))
-    selector.register(os.pidfd_open(pid), selectors.EVENT_READ, data=("exit", pid))
-    return pid, go_write
 
 
 def _warm_up_on_spare_cpu(go_fd: int) -> None:
@@ -164,7 +61,7 @@ def _readable(fd: int) -> bool:
 
 
 def _read_entrypoint(go_fd: int) -> str:
-    """Block until the app zygote sends the entrypoint; empty if it closed the pipe."""
+    """Block until the launcher sends the entrypoint; empty if it closed the pipe."""
     chunks = []
     while chunk := os.read(go_fd, _MAX_ENTRYPOINT):
         chunks.append(chunk)
@@ -172,22 +69,24 @@ def _read_entrypoint(go_fd: int) -> str:
     return b"".join(chunks).decode()
 
 
-def _run_app(
+def run_app(
     layout: Layout,
-    caps: isolation.Capabilities,
+    confine: Callable[[], None],
     ready_fd: int,
     *,
     entrypoint: str | None,
     go_fd: int,
     warm: bool,
 ) -> None:
-    """The app process (``entrypoint`` None: a standby that waits for it): never returns."""
+    """The app process (``entrypoint`` None: a standby that waits for it): never returns.
+
+    Args:
+        confine: the launcher's confinement, run before anything else.
+    """
     code = 4
     try:
         os.setpgid(0, 0)
-        isolation.die_with_parent()
-        # A further nested domain: the app cannot signal its own zygote either.
-        isolation.restrict_app(layout.workspace, layout.app_dir, caps)
+        confine()
         for name in [n for n in os.environ if n.startswith("A01GYM_")]:
             del os.environ[name]
         os.environ.update(
@@ -259,6 +158,7 @@ class AppProcess:
         self._started: asyncio.Future[int] | None = None
         self._ready: asyncio.Future[None] | None = None
         self._exited: dict[int, int] = {}
+        self._stopping: dict[int, asyncio.Future[None]] = {}
         self.state = AppState.STOPPED
         self.pid: int | None = None
         self.error: str | None = None
@@ -278,15 +178,27 @@ class AppProcess:
             return
         if not raw:
             asyncio.get_running_loop().remove_reader(self._sock.fileno())
-            self.state, self.error = AppState.CRASHED, "the app zygote is gone"
+            self.state, self.error = AppState.CRASHED, "the app launcher is gone"
+            if self._started and not self._started.done():
+                self._started.set_exception(OSError(self.error))
+            for waiter in self._stopping.values():
+                if not waiter.done():
+                    waiter.set_result(None)
             return
         message = json.loads(raw)
         if "started" in message and self._started and not self._started.done():
             self._started.set_result(message["started"])
+        elif "failed" in message and self._started and not self._started.done():
+            self._started.set_exception(OSError(message["failed"]))
         elif "ready" in message:
             if message["ready"] == self.pid and self._ready and not self._ready.done():
                 self._ready.set_result(None)
         elif "exited" in message:
+            stopping = self._stopping.pop(message["exited"], None)
+            if stopping is not None:
+                if not stopping.done():
+                    stopping.set_result(None)
+                return
             self._exited[message["exited"]] = message["code"]
             if message["exited"] == self.pid:
                 if self._ready and not self._ready.done():
@@ -313,10 +225,19 @@ class AppProcess:
             return ""
 
     async def stop(self) -> None:
-        if self.pid is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.pid, signal.SIGKILL)
-        self.pid, self.state, self.error = None, AppState.STOPPED, None
+        """Kill the app (and its process group) and wait until it is gone, so nothing it
+        does can race what comes next (a workspace load clears its database)."""
+        pid, self.pid, self.state, self.error = self.pid, None, AppState.STOPPED, None
+        if pid is None or pid in self._exited:
+            self._exited.pop(pid, None)
+            return
+        gone = self._stopping[pid] = asyncio.get_running_loop().create_future()
+        try:
+            self._sock.send(json.dumps({"stop": pid}).encode())
+            async with asyncio.timeout(_STOP_TIMEOUT_S):
+                await gone
+        except (OSError, TimeoutError):
+            self._stopping.pop(pid, None)
 
     async def start(self, entrypoint: str) -> AppStatus:
         """(Re)start the app and wait until it reports ready, exits, or times out."""
@@ -332,8 +253,11 @@ class AppProcess:
             self._sock.send(json.dumps({"entrypoint": entrypoint}).encode())
             async with asyncio.timeout(self._start_timeout_s):
                 self.pid = await self._started
-        except (OSError, TimeoutError):
-            self.state, self.error = AppState.CRASHED, "the app zygote did not respond"
+        except TimeoutError:
+            self.state, self.error = AppState.CRASHED, "the app launcher did not respond"
+            return self.status()
+        except OSError as exc:
+            self.state, self.error = AppState.CRASHED, str(exc)
             return self.status()
         remaining = self._start_timeout_s - (time.perf_counter() - began)
         with contextlib.suppress(TimeoutError):

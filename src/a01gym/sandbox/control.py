@@ -3,7 +3,8 @@
 Served by :class:`~a01gym.sandbox.http11.Http11Server` (h11) rather than uvicorn and Starlette:
 hundreds of supervisors run at once and each one that way is ~3 MB smaller and a little faster
 per call (measured; see ``bench/sandbox.py``). Every handler is ``async`` and the supervisor
-stays single-threaded, so the app zygote it forked stays safe.
+stays single-threaded; it never forks once its loop runs (see
+:mod:`~a01gym.sandbox.app_launcher`).
 
 Run standalone (the Kubernetes pod entrypoint)::
 
@@ -18,6 +19,7 @@ import hmac
 import os
 import secrets
 import signal
+import socket
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
@@ -26,7 +28,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from a01gym.sandbox import app_process, isolation, protocol
+from a01gym.sandbox import app_launcher, isolation, protocol
 from a01gym.sandbox.http11 import Http11Server, ServerRequest
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import ErrorCode
@@ -189,13 +191,22 @@ def serve(
     host: str | None = None,
     port: int | None = None,
     lifeline: int | None = None,
+    launcher: int | None = None,
 ) -> None:
-    """Run a supervisor until it is killed. Forks the app zygote first, then the token is
-    read or made, so the app zygote's memory never holds it."""
+    """Run a supervisor until it is killed.
+
+    Args:
+        launcher: a socket to the machine zygote, which launches this sandbox's apps. Without
+            it, the supervisor forks its own app zygote first, before the token is read or
+            made, so that process's memory never holds it.
+    """
     layout.create()
-    zygote_socket = app_process.spawn_app_zygote(layout, capabilities, limits.warm_standby)
+    if launcher is None:
+        app_socket = app_launcher.spawn_app_zygote(layout, capabilities, limits.warm_standby)
+    else:
+        app_socket = socket.socket(fileno=launcher)
     token = load_or_create_token(token_file or layout.token)
-    supervisor = Supervisor(layout, zygote_socket, limits, lifeline=lifeline)
+    supervisor = Supervisor(layout, app_socket, limits, lifeline=lifeline)
     api = ControlApi(supervisor, token)
     if port is None:
         where: dict[str, Any] = {"uds": str(layout.control_sock)}

@@ -51,7 +51,9 @@ __all__ = [
     "enter_sandbox",
     "expose_interpreter",
     "interpreter_paths",
+    "join_namespaces",
     "load_average",
+    "namespace_pid",
     "probe",
     "restrict_app",
 ]
@@ -309,6 +311,28 @@ def enter_namespaces(capabilities: Capabilities) -> None:
         flags = _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS | _CLONE_NEWPID
         if _libc.unshare(flags) != 0:
             raise OSError(ctypes.get_errno(), "unshare(namespaces) failed")
+
+
+def join_namespaces(pidfd: int) -> None:
+    """Enter the net/IPC/UTS/PID namespaces of the process behind ``pidfd`` (as root).
+
+    The PID namespace holds only for children forked afterwards.
+    """
+    flags = _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS | _CLONE_NEWPID
+    if _libc.setns(pidfd, flags) != 0:
+        raise OSError(ctypes.get_errno(), "setns(namespaces of the sandbox) failed")
+
+
+def namespace_pid(pid: int) -> int:
+    """``pid`` as its own, innermost PID namespace numbers it."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("NSpid:"):
+                    return int(line.split()[-1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return pid
 
 
 def enter_sandbox(

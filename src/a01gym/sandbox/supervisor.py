@@ -68,7 +68,7 @@ class Supervisor:
     def __init__(
         self,
         layout: Layout,
-        app_zygote: socket.socket,
+        launcher: socket.socket,
         limits: SupervisorLimits,
         *,
         lifeline: int | None = None,
@@ -77,7 +77,7 @@ class Supervisor:
         self.layout = layout
         self.limits = limits
         self.workspace = Workspace(layout.workspace, max_file_bytes=limits.max_file_bytes)
-        self.app = AppProcess(layout, app_zygote, limits.app_start_timeout_s)
+        self.app = AppProcess(layout, launcher, limits.app_start_timeout_s)
         self.entrypoint: str | None = None
         self.actors: dict[str, dict[str, str]] = {}
         self._http = Http11Client(uds=str(layout.app_sock))

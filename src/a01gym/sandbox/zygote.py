@@ -1,4 +1,4 @@
-"""The machine-wide zygote: a pre-warmed Python that forks one sandbox per request.
+"""The machine-wide zygote: a pre-warmed Python that forks every sandbox, and its apps.
 
 Importing FastAPI, pydantic and uvicorn takes ~270 ms; forking a process that already has
 them takes ~2 ms. The zygote imports everything a sandbox needs once, then stays
@@ -17,6 +17,10 @@ waiter process per sandbox (it cost ~1.4 MB of copied pages each). The superviso
 Landlock, drops to its own uid, sets rlimits and serves. Killing the supervisor kills the
 whole namespace, so nothing a sandbox starts outlives it; and it exits when the zygote dies,
 because it watches the read end of a pipe whose only writer is the zygote (the *lifeline*).
+
+The zygote is also each sandbox's app launcher (:mod:`~a01gym.sandbox.app_launcher`), over a
+socket the supervisor inherits: it forks the apps into the sandbox's namespaces, where each
+confines itself as the supervisor did and then further, to the app's own Landlock domain.
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import functools
 import importlib
 import json
 import mimetypes
 import os
+import resource
 import selectors
 import signal
+import socket
 import sys
 import time
 import traceback
@@ -38,6 +45,7 @@ from typing import Any
 
 from a01gym.config import SandboxLimits
 from a01gym.sandbox import control, cow, isolation, warmup
+from a01gym.sandbox.app_launcher import AppLauncher, LaunchedApp, fork_app
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.supervisor import SupervisorLimits
 
@@ -119,32 +127,29 @@ class _Zygote:
         self.selector = selectors.DefaultSelector()
         self.children: dict[str, dict[str, Any]] = {}
         self.buffer = b""
+        self.stopping = False
         # Every sandbox inherits the read end; only the zygote holds the write end.
         self.lifeline, self._lifeline_writer = os.pipe()
 
     def run(self) -> None:
-        self.selector.register(0, selectors.EVENT_READ, data=("stdin", None))
+        """Serve until the backend closes our stdin. Each registration's data is its handler."""
+        self.selector.register(0, selectors.EVENT_READ, data=self._read_commands)
         _send({"event": "ready", "pid": os.getpid()})
-        while True:
+        while not self.stopping:
             for key, _ in self.selector.select(timeout=self._next_deadline()):
-                kind, sandbox_id = key.data
-                if kind == "stdin":
-                    if not self._read_commands():
-                        return self._shutdown()
-                elif kind == "pidpipe":
-                    self._read_pid(key.fd, sandbox_id)
-                else:
-                    self._reap(key.fd, sandbox_id)
+                key.data()
             self._enforce_deadlines()
+        self._shutdown()
 
     def _next_deadline(self) -> float | None:
         deadlines = [c["deadline"] for c in self.children.values()]
         return max(0.0, min(deadlines) - time.monotonic()) if deadlines else None
 
-    def _read_commands(self) -> bool:
+    def _read_commands(self) -> None:
         chunk = os.read(0, 65536)
         if not chunk:
-            return False
+            self.stopping = True
+            return
         self.buffer += chunk
         while b"\n" in self.buffer:
             line, self.buffer = self.buffer.split(b"\n", 1)
@@ -153,20 +158,22 @@ class _Zygote:
                 self._spawn(request)
             elif request["op"] == "kill":
                 self._kill(request["id"], "killed")
-        return True
 
     def _spawn(self, request: dict[str, Any]) -> None:
         read_end, write_end = os.pipe()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         pid = os.fork()
         if pid == 0:
             try:
                 os.close(read_end)
-                _sandbox_main(request, write_end, self.lifeline, self.capabilities)
+                ours.close()
+                _sandbox_main(request, write_end, self.lifeline, theirs.fileno(), self.capabilities)
             except BaseException:
                 traceback.print_exc()  # stderr is the sandbox's supervisor.log by now
             finally:
                 os._exit(70)
         os.close(write_end)
+        theirs.close()
         sandbox_id = request["id"]
         self.children[sandbox_id] = {
             "pid": pid,  # the short-lived child until the supervisor's pid arrives
@@ -174,8 +181,15 @@ class _Zygote:
             "supervisor": None,
             "deadline": time.monotonic() + request["deadline_s"],
             "reason": None,
+            "request": request,
+            "socket": ours,  # to the supervisor, for its apps
+            "launcher": None,
         }
-        self.selector.register(read_end, selectors.EVENT_READ, data=("pidpipe", sandbox_id))
+        self.selector.register(
+            read_end,
+            selectors.EVENT_READ,
+            data=functools.partial(self._read_pid, read_end, sandbox_id),
+        )
 
     def _read_pid(self, fd: int, sandbox_id: str) -> None:
         """The child reports the supervisor's pid and exits (or fails and just exits)."""
@@ -186,16 +200,39 @@ class _Zygote:
         _, status = os.waitpid(child["pid"], 0)  # it exits right after writing
         if not data.strip():
             del self.children[sandbox_id]
+            child["socket"].close()
             code = os.waitstatus_to_exitcode(status)
             reason = child["reason"] or "crashed"
             _send({"event": "exited", "id": sandbox_id, "code": code, "reason": reason})
             return
         # Its parent is gone, so the supervisor is ours now (we are a subreaper).
         child["pid"] = child["supervisor"] = int(data)
+        pidfd = os.pidfd_open(child["pid"])
         self.selector.register(
-            os.pidfd_open(child["pid"]), selectors.EVENT_READ, data=("exit", sandbox_id)
+            pidfd, selectors.EVENT_READ, data=functools.partial(self._reap, pidfd, sandbox_id)
         )
+        child["launcher"] = self._launcher(child, pidfd)
         _send({"event": "spawned", "id": sandbox_id, "pid": child["pid"]})
+
+    def _launcher(self, child: dict[str, Any], pidfd: int) -> AppLauncher:
+        """Launch this sandbox's apps, starting with its standby."""
+        request = child["request"]
+        layout = Layout(Path(request["dir"]))
+        limits = SandboxLimits.model_validate(request["limits"])
+        join = pidfd if self.capabilities.namespaces else None
+        warm = bool(request["supervisor"].get("warm_standby"))
+
+        def confine() -> None:
+            _confine_app(
+                layout, request["uid"], limits, self.capabilities, adopted=join is not None
+            )
+
+        def fork(entrypoint: str | None) -> LaunchedApp:
+            return fork_app(layout, confine, entrypoint=entrypoint, warm=warm, join=join)
+
+        launcher = AppLauncher(child.pop("socket"), self.selector, fork)
+        launcher.start_standby()
+        return launcher
 
     def _kill(self, sandbox_id: str, reason: str) -> None:
         child = self.children.get(sandbox_id)
@@ -215,6 +252,7 @@ class _Zygote:
         self.selector.unregister(pidfd)
         os.close(pidfd)
         _, status = os.waitpid(child["pid"], 0)
+        child["launcher"].close()  # without a PID namespace, its apps may still run
         if not self.capabilities.namespaces:
             _kill_session(child["session"])
         code = os.waitstatus_to_exitcode(status)
@@ -239,15 +277,19 @@ class _Zygote:
 
 
 def _sandbox_main(
-    request: dict[str, Any], pid_pipe: int, lifeline: int, caps: isolation.Capabilities
+    request: dict[str, Any],
+    pid_pipe: int,
+    lifeline: int,
+    launcher: int,
+    caps: isolation.Capabilities,
 ) -> None:
     """The forked child: never returns."""
     directory = Path(request["dir"])
-    # Move both out of the way first, so that placing one cannot clobber the other.
-    pid_pipe, lifeline = (fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (pid_pipe, lifeline))
-    os.dup2(pid_pipe, 3)
-    os.dup2(lifeline, 4)
-    os.closerange(5, 65536)  # above all, the zygote's end of the lifeline
+    # Move them out of the way first, so that placing one cannot clobber another.
+    moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (pid_pipe, lifeline, launcher)]
+    for target, fd in enumerate(moved, start=3):
+        os.dup2(fd, target)
+    os.closerange(6, 65536)  # above all, the zygote's end of the lifeline
     null = os.open("/dev/null", os.O_RDWR)
     log = os.open(directory / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(null, 0)
@@ -263,14 +305,40 @@ def _sandbox_main(
     os.close(3)
     limits = SandboxLimits.model_validate(request["limits"])
     isolation.enter_sandbox(directory, request["uid"], limits, caps)
-    control.serve(Layout(directory), SupervisorLimits(**request["supervisor"]), caps, lifeline=4)
+    supervisor = SupervisorLimits(**request["supervisor"])
+    control.serve(Layout(directory), supervisor, caps, lifeline=4, launcher=5)
     os._exit(0)
+
+
+def _confine_app(
+    layout: Layout, uid: int, limits: SandboxLimits, caps: isolation.Capabilities, *, adopted: bool
+) -> None:
+    """Confine an app forked by the zygote: as its supervisor is, then as an app.
+
+    Args:
+        adopted: its parent, a helper, has exited; the PID namespace bounds its life instead.
+    """
+    null = os.open("/dev/null", os.O_RDWR)
+    log = os.open(layout.root / "supervisor.log", os.O_WRONLY | os.O_APPEND)
+    for fd, target in ((null, 0), (null, 1), (log, 2)):
+        os.dup2(fd, target)
+    os.close(null)
+    os.close(log)
+    isolation.enter_sandbox(layout.root, uid, limits, caps)
+    if not adopted:
+        isolation.die_with_parent()  # the zygote; set after the uid change, which clears it
+    layout.create()
+    isolation.restrict_app(layout.workspace, layout.app_dir, caps)
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the backend owns our lifetime
     isolation.die_with_parent()
     isolation.become_subreaper()
+    # A handful of descriptors per sandbox (its pid, its launcher socket, its apps'):
+    # hundreds of sandboxes outgrow the usual soft limit of 1024.
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     parser = argparse.ArgumentParser(description="a01gym sandbox zygote (started by LocalBackend)")
     parser.add_argument("--filesystem", choices=["landlock", "bwrap", "none"], default="landlock")
     filesystem = parser.parse_args().filesystem

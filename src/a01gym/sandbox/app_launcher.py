@@ -1,0 +1,281 @@
+"""Starting and stopping one sandbox's app: the launcher's side of the app protocol.
+
+The supervisor never forks the app itself: forking from its running event loop is unsafe, and
+a child would inherit its memory, bearer token included. It asks a *launcher* instead, over a
+``SOCK_SEQPACKET`` socket, one JSON object per packet::
+
+    supervisor -> {"entrypoint": "app.main:app"}    launcher -> {"started": pid}
+                                                    launcher -> {"failed": "why"}
+    supervisor -> {"stop": pid}                     launcher -> {"exited": pid, "code": n}
+                                                    launcher -> {"ready": pid}
+
+Pids are as the supervisor sees them (its PID namespace). ``exited`` is sent for every app
+that was started, whether it crashed or was stopped.
+
+There are two launchers, and :class:`AppLauncher` is the logic they share:
+
+- On one machine, the machine-wide zygote (:mod:`~a01gym.sandbox.zygote`) launches every
+  sandbox's apps, forking them into the sandbox's namespaces. A sandbox is then two processes,
+  not three: a per-sandbox launcher process costs ~2 MB even while idle, because it keeps the
+  old copy of every page that both the supervisor and the app rewrite.
+- In a pod there is no machine zygote, so the supervisor forks a small per-sandbox app zygote
+  before its loop starts (:func:`spawn_app_zygote`).
+
+Either keeps a *standby*: an app process forked in the warm pool, already confined and
+(optionally) warmed, that waits only for its entrypoint, so the first start on the acquire
+path costs no fork.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import selectors
+import signal
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from a01gym.sandbox import isolation
+from a01gym.sandbox.app_process import run_app
+from a01gym.sandbox.layout import Layout
+
+__all__ = ["AppLauncher", "LaunchedApp", "fork_app", "spawn_app_zygote"]
+
+
+@dataclasses.dataclass
+class LaunchedApp:
+    pid: int  # as the launcher sees it
+    ns_pid: int  # as the supervisor sees it
+    ready: int  # read end: one byte when the app serves
+    go: int  # write end of a standby's entrypoint pipe, else -1
+
+
+def fork_app(
+    layout: Layout,
+    confine: Callable[[], None],
+    *,
+    entrypoint: str | None,
+    warm: bool = False,
+    join: int | None = None,
+) -> LaunchedApp:
+    """Fork an app (without ``entrypoint``: a standby); it runs ``confine`` first.
+
+    Args:
+        join: a pidfd of the supervisor, whose namespaces the app must enter. A process cannot
+            enter a PID namespace itself, only its children can; so a helper enters and forks
+            the app, and the app is then adopted by us (a child subreaper).
+    """
+    ready_read, ready_write = os.pipe()
+    go_read, go_write = os.pipe() if entrypoint is None else (-1, -1)
+    report_read, report_write = os.pipe() if join is not None else (-1, -1)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            if join is not None:
+                isolation.join_namespaces(join)
+            _close_all_but({ready_write, go_read, report_write} - {-1})
+            if join is not None and (app := os.fork()):
+                os.write(report_write, str(app).encode())
+                os._exit(0)
+            with contextlib.suppress(OSError):
+                os.close(report_write)
+            run_app(layout, confine, ready_write, entrypoint=entrypoint, go_fd=go_read, warm=warm)
+        finally:
+            os._exit(70)
+    for fd in (ready_write, go_read, report_write):
+        if fd >= 0:
+            os.close(fd)
+    ns_pid = pid
+    if join is not None:
+        os.waitpid(pid, 0)
+        reported = os.read(report_read, 32)
+        os.close(report_read)
+        if not reported:
+            os.close(ready_read)
+            if go_write >= 0:
+                os.close(go_write)
+            raise OSError("could not fork the app inside the sandbox's namespaces")
+        pid = int(reported)
+        ns_pid = isolation.namespace_pid(pid)
+    return LaunchedApp(pid=pid, ns_pid=ns_pid, ready=ready_read, go=go_write)
+
+
+def _close_all_but(keep: set[int]) -> None:
+    """Close every inherited descriptor above stderr except ``keep``."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 65536)
+
+
+class AppLauncher:
+    """One sandbox's apps, driven by its supervisor's messages; lives in a selector loop.
+
+    Args:
+        sock: our end of the supervisor's socket.
+        selector: the loop's selector; each registration's ``data`` is a zero-argument
+            callback, which the loop calls when the descriptor is readable.
+        fork: starts an app (``None``: a standby).
+    """
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        selector: selectors.BaseSelector,
+        fork: Callable[[str | None], LaunchedApp],
+    ) -> None:
+        self._sock = sock
+        self._selector = selector
+        self._fork = fork
+        self._standby: LaunchedApp | None = None
+        self._apps: dict[int, LaunchedApp] = {}  # by pid, every app not yet reaped
+        self._started: set[int] = set()
+        self.closed = False
+        selector.register(sock, selectors.EVENT_READ, data=self._on_command)
+
+    def start_standby(self) -> None:
+        with contextlib.suppress(OSError):  # no standby: the first start forks
+            self._standby = self._watch(self._fork(None))
+
+    def _watch(self, app: LaunchedApp) -> LaunchedApp:
+        self._apps[app.pid] = app
+        self._selector.register(app.ready, selectors.EVENT_READ, data=lambda: self._on_ready(app))
+        pidfd = os.pidfd_open(app.pid)
+        self._selector.register(pidfd, selectors.EVENT_READ, data=lambda: self._on_exit(app, pidfd))
+        return app
+
+    def _send(self, message: dict[str, Any]) -> None:
+        if not self.closed:
+            with contextlib.suppress(OSError):  # the supervisor is gone; close() follows
+                self._sock.send(json.dumps(message).encode())
+
+    def _on_command(self) -> None:
+        try:
+            raw = self._sock.recv(65536)
+        except OSError:
+            raw = b""
+        if not raw:
+            self.close()
+            return
+        message = json.loads(raw)
+        if "entrypoint" in message:
+            self._start(message["entrypoint"])
+        elif "stop" in message:
+            for app in self._apps.values():
+                if app.ns_pid == message["stop"] and app.pid in self._started:
+                    _kill(app.pid)
+
+    def _start(self, entrypoint: str) -> None:
+        standby, self._standby = self._standby, None
+        app = None
+        if standby is not None:
+            with contextlib.suppress(OSError):  # it died; its exit is reaped as usual
+                os.write(standby.go, entrypoint.encode())
+                app = standby
+            self._close_go(standby)
+        if app is None:
+            try:
+                app = self._watch(self._fork(entrypoint))
+            except OSError as exc:
+                self._send({"failed": f"could not start the app: {exc}"})
+                return
+        self._started.add(app.pid)
+        self._send({"started": app.ns_pid})
+
+    def _close_go(self, app: LaunchedApp | None) -> None:
+        if app is not None and app.go >= 0:
+            os.close(app.go)
+            app.go = -1
+
+    def _on_ready(self, app: LaunchedApp) -> None:
+        if os.read(app.ready, 1) and app.pid in self._started:
+            self._send({"ready": app.ns_pid})
+        self._close_ready(app)
+
+    def _close_ready(self, app: LaunchedApp) -> None:
+        if app.ready >= 0:
+            self._selector.unregister(app.ready)
+            os.close(app.ready)
+            app.ready = -1
+
+    def _on_exit(self, app: LaunchedApp, pidfd: int) -> None:
+        self._selector.unregister(pidfd)
+        os.close(pidfd)
+        _, status = os.waitpid(app.pid, 0)
+        self._close_ready(app)
+        self._close_go(app)
+        del self._apps[app.pid]
+        if self._standby is app:
+            self._standby = None
+        if app.pid in self._started:  # a standby that never started: nobody heard of it
+            self._started.discard(app.pid)
+            self._send({"exited": app.ns_pid, "code": os.waitstatus_to_exitcode(status)})
+
+    def close(self) -> None:
+        """The supervisor is gone: stop listening, kill what is left (its exits are reaped)."""
+        if self.closed:
+            return
+        self.closed = True
+        self._selector.unregister(self._sock)
+        self._sock.close()
+        for app in self._apps.values():
+            self._close_go(app)
+            _kill(app.pid)
+
+    @property
+    def idle(self) -> bool:
+        """Closed, with every app reaped."""
+        return self.closed and not self._apps
+
+
+def _kill(pid: int) -> None:
+    """The app and its process group (it leads one), before or after it set that up."""
+    for kill in (os.killpg, os.kill):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            kill(pid, signal.SIGKILL)
+
+
+def spawn_app_zygote(
+    layout: Layout, capabilities: isolation.Capabilities, warm_standby: bool = False
+) -> socket.socket:
+    """Fork the per-sandbox app zygote (no machine zygote here); return the supervisor's end.
+
+    It runs in a nested Landlock domain and its apps in one more, so the app can read the
+    workspace but write only ``app/``, and can neither signal nor trace the supervisor.
+    """
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        ours.close()
+        try:
+            _app_zygote_main(theirs, layout, capabilities, warm_standby)
+        finally:
+            os._exit(0)
+    theirs.close()
+    return ours
+
+
+def _app_zygote_main(
+    sock: socket.socket, layout: Layout, caps: isolation.Capabilities, warm_standby: bool
+) -> None:
+    isolation.die_with_parent()
+    layout.app_dir.mkdir(exist_ok=True)
+    isolation.restrict_app(layout.workspace, layout.app_dir, caps)
+
+    def confine() -> None:
+        isolation.die_with_parent()
+        isolation.restrict_app(layout.workspace, layout.app_dir, caps)
+
+    def fork(entrypoint: str | None) -> LaunchedApp:
+        return fork_app(layout, confine, entrypoint=entrypoint, warm=warm_standby)
+
+    selector = selectors.DefaultSelector()
+    launcher = AppLauncher(sock, selector, fork)
+    launcher.start_standby()
+    while not launcher.closed:
+        for key, _ in selector.select():
+            key.data()
