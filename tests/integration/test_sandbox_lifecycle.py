@@ -71,16 +71,58 @@ async def test_wall_clock_deadline_kills_the_sandbox():
 async def test_releasing_200_sandboxes_leaks_nothing(idor_bundle):
     me = psutil.Process()
     async with LocalBackend(pool_size=2) as backend:
+        zygote = psutil.Process(backend._zygote.pid)
+
+        def census() -> tuple[int, int, int, int]:
+            return (
+                _zygote_descendants(backend),
+                me.num_fds(),
+                zygote.num_fds(),  # it launches every sandbox's apps
+                len(os.listdir(backend.root)),
+            )
+
         await _settle(backend, 2)
-        before = (_zygote_descendants(backend), me.num_fds(), len(os.listdir(backend.root)))
-        for _ in range(200):
+        before = census()
+        for n in range(200):
             sandbox = await backend.acquire()
+            if n % 20 == 0:  # the standby, then a freshly forked app
+                for _ in range(2):
+                    await sandbox.client.load_workspace(
+                        idor_bundle.workspace,
+                        entrypoint=idor_bundle.manifest.entrypoint,
+                        start=True,
+                    )
             await backend.release(sandbox)
         await _settle(backend, 2)
-        after = (_zygote_descendants(backend), me.num_fds(), len(os.listdir(backend.root)))
-        assert after == before, f"(processes, fds, dirs) before={before} after={after}"
+        after = census()
+        assert after == before, f"(processes, fds, zygote fds, dirs) {before=} {after=}"
         root = backend.root
     assert not root.exists()
+
+
+async def test_a_sandbox_is_its_supervisor_and_its_app_and_stop_waits(idor_bundle):
+    """The zygote launches apps (no per-sandbox launcher process), and stopping or restarting
+    returns only once the old app is gone, so it cannot race what follows."""
+    async with LocalBackend(pool_size=1) as backend:
+        sandbox = await backend.acquire()
+        uid = backend.uid_of(sandbox)
+
+        def pids() -> set[int]:
+            return {p.pid for p in psutil.process_iter(["uids"]) if p.info["uids"].real == uid}
+
+        supervisor = {sandbox.pid}
+        (standby,) = pids() - supervisor
+        status = await sandbox.client.load_workspace(
+            idor_bundle.workspace, entrypoint=idor_bundle.manifest.entrypoint, start=True
+        )
+        assert status.state.value == "running", status.error
+        assert pids() == supervisor | {standby}  # the standby became the app: no fork
+        await sandbox.client.restart_app()
+        (app,) = pids() - supervisor
+        assert app != standby and not psutil.pid_exists(standby)
+        await sandbox.client.stop_app()
+        assert pids() == supervisor
+        await backend.release(sandbox)
 
 
 _OWNER = """

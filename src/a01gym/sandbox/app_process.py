@@ -38,12 +38,12 @@ from a01gym.sandbox import appserver, isolation, warmup
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import AppState, AppStatus
 
-__all__ = ["AppProcess", "run_app"]
+__all__ = ["MAX_ENTRYPOINT_BYTES", "AppProcess", "run_app"]
 
 _LOG_TAIL_BYTES = 4000
 _WARMUP_PATH = "/.well-known/a01gym-warmup"
 _WARMUP_TIMEOUT_S = 5.0
-_MAX_ENTRYPOINT = 4096
+MAX_ENTRYPOINT_BYTES = 4096  # sent through a pipe, which must never fill
 _STOP_TIMEOUT_S = 5.0
 _BUSY_LOAD_PER_CPU = 1.0  # from this 1-minute load per CPU on, the standby skips its warm-up
 
@@ -63,7 +63,7 @@ def _readable(fd: int) -> bool:
 def _read_entrypoint(go_fd: int) -> str:
     """Block until the launcher sends the entrypoint; empty if it closed the pipe."""
     chunks = []
-    while chunk := os.read(go_fd, _MAX_ENTRYPOINT):
+    while chunk := os.read(go_fd, MAX_ENTRYPOINT_BYTES):
         chunks.append(chunk)
     os.close(go_fd)
     return b"".join(chunks).decode()

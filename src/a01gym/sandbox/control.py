@@ -29,6 +29,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from a01gym.sandbox import app_launcher, isolation, protocol
+from a01gym.sandbox.app_process import MAX_ENTRYPOINT_BYTES
 from a01gym.sandbox.http11 import Http11Server, ServerRequest
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import ErrorCode
@@ -120,6 +121,9 @@ class ControlApi:
         entrypoint = request.query.get("entrypoint", "")
         if ":" not in entrypoint:
             raise SupervisorError(ErrorCode.BAD_REQUEST, "entrypoint must be 'module:attribute'")
+        if len(entrypoint.encode()) > MAX_ENTRYPOINT_BYTES:
+            message = f"entrypoint longer than {MAX_ENTRYPOINT_BYTES} bytes"
+            raise SupervisorError(ErrorCode.BAD_REQUEST, message)
         upload = self._body(request, self.supervisor.limits.max_upload_bytes)
         await self.supervisor.load_workspace(upload, entrypoint)
         if request.query.get("start") == "true":
