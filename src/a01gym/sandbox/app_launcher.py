@@ -64,42 +64,29 @@ def fork_app(
     """Fork an app (without ``entrypoint``: a standby); it runs ``confine`` first.
 
     Args:
-        join: a pidfd of the supervisor, whose namespaces the app must enter. A process cannot
-            enter a PID namespace itself, only its children can; so a helper enters and forks
-            the app, and the app is then adopted by us (a child subreaper).
+        join: a pidfd of the supervisor, whose namespaces the app must enter.
     """
     ready_read, ready_write = os.pipe()
     go_read, go_write = os.pipe() if entrypoint is None else (-1, -1)
-    report_read, report_write = os.pipe() if join is not None else (-1, -1)
-    pid = os.fork()
+    try:
+        pid = os.fork() if join is None else isolation.fork_in_pid_namespace(join)
+    except OSError:
+        for fd in (ready_read, ready_write, go_read, go_write):
+            if fd >= 0:
+                os.close(fd)
+        raise
     if pid == 0:
         try:
             if join is not None:
                 isolation.join_namespaces(join)
-            _close_all_but({ready_write, go_read, report_write} - {-1})
-            if join is not None and (app := os.fork()):
-                os.write(report_write, str(app).encode())
-                os._exit(0)
-            with contextlib.suppress(OSError):
-                os.close(report_write)
+            _close_all_but({ready_write, go_read} - {-1})
             run_app(layout, confine, ready_write, entrypoint=entrypoint, go_fd=go_read, warm=warm)
         finally:
             os._exit(70)
-    for fd in (ready_write, go_read, report_write):
-        if fd >= 0:
-            os.close(fd)
-    ns_pid = pid
-    if join is not None:
-        os.waitpid(pid, 0)
-        reported = os.read(report_read, 32)
-        os.close(report_read)
-        if not reported:
-            os.close(ready_read)
-            if go_write >= 0:
-                os.close(go_write)
-            raise OSError("could not fork the app inside the sandbox's namespaces")
-        pid = int(reported)
-        ns_pid = isolation.namespace_pid(pid)
+    os.close(ready_write)
+    if go_read >= 0:
+        os.close(go_read)
+    ns_pid = pid if join is None else isolation.namespace_pid(pid)
     return LaunchedApp(pid=pid, ns_pid=ns_pid, ready=ready_read, go=go_write)
 
 

@@ -50,6 +50,7 @@ __all__ = [
     "enter_namespaces",
     "enter_sandbox",
     "expose_interpreter",
+    "fork_in_pid_namespace",
     "interpreter_paths",
     "join_namespaces",
     "load_average",
@@ -314,13 +315,33 @@ def enter_namespaces(capabilities: Capabilities) -> None:
 
 
 def join_namespaces(pidfd: int) -> None:
-    """Enter the net/IPC/UTS/PID namespaces of the process behind ``pidfd`` (as root).
-
-    The PID namespace holds only for children forked afterwards.
-    """
-    flags = _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS | _CLONE_NEWPID
-    if _libc.setns(pidfd, flags) != 0:
+    """Enter the net, IPC and UTS namespaces of the process behind ``pidfd`` (as root)."""
+    if _libc.setns(pidfd, _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS) != 0:
         raise OSError(ctypes.get_errno(), "setns(namespaces of the sandbox) failed")
+
+
+@functools.cache
+def _own_pid_namespace() -> int:
+    return os.open("/proc/self/ns/pid", os.O_RDONLY | os.O_CLOEXEC)
+
+
+def fork_in_pid_namespace(pidfd: int) -> int:
+    """``os.fork()``, the child landing in the PID namespace of the process behind ``pidfd``.
+
+    A process cannot move itself into another PID namespace, but it can choose where its
+    next child goes; we choose, fork, and choose our own again. No helper process needed.
+    """
+    home = _own_pid_namespace()
+    if _libc.setns(pidfd, _CLONE_NEWPID) != 0:
+        raise OSError(ctypes.get_errno(), "setns(PID namespace of the sandbox) failed")
+    try:
+        pid = os.fork()
+    except BaseException:
+        _libc.setns(home, _CLONE_NEWPID)
+        raise
+    if pid and _libc.setns(home, _CLONE_NEWPID) != 0:
+        raise OSError(ctypes.get_errno(), "setns(back to our own PID namespace) failed")
+    return pid
 
 
 def namespace_pid(pid: int) -> int:

@@ -95,7 +95,8 @@ class LocalBackend:
         self._closing = False
         self._spawned: dict[str, asyncio.Future[int]] = {}
         self._by_id: dict[str, LocalSandbox] = {}
-        self._free_slots = list(range(self.settings.max_sandboxes - 1, -1, -1))
+        # Oldest-freed first: a uid (one per slot) rests as long as possible between sandboxes.
+        self._free_slots = collections.deque(range(self.settings.max_sandboxes))
         # Each backend takes a random block of uids, so two backends on one machine (two
         # gateways, a test run beside a server) do not share RLIMIT_NPROC budgets.
         self._uid_offset = self.settings.uid_base + secrets.randbelow(4096) * len(self._free_slots)
@@ -254,7 +255,7 @@ class LocalBackend:
                 f"all {self.settings.max_sandboxes} sandboxes are in use",
                 hint="release sandboxes or raise A01GYM_SANDBOX__MAX_SANDBOXES",
             )
-        slot = self._free_slots.pop()
+        slot = self._free_slots.popleft()
         sandbox_id = f"sbx-{slot}-{secrets.token_hex(3)}"
         layout = Layout(self.root / sandbox_id)
         uid = self._uid_offset + slot

@@ -223,9 +223,7 @@ class _Zygote:
         warm = bool(request["supervisor"].get("warm_standby"))
 
         def confine() -> None:
-            _confine_app(
-                layout, request["uid"], limits, self.capabilities, adopted=join is not None
-            )
+            _confine_app(layout, request["uid"], limits, self.capabilities)
 
         def fork(entrypoint: str | None) -> LaunchedApp:
             return fork_app(layout, confine, entrypoint=entrypoint, warm=warm, join=join)
@@ -311,22 +309,20 @@ def _sandbox_main(
 
 
 def _confine_app(
-    layout: Layout, uid: int, limits: SandboxLimits, caps: isolation.Capabilities, *, adopted: bool
+    layout: Layout, uid: int, limits: SandboxLimits, caps: isolation.Capabilities
 ) -> None:
-    """Confine an app forked by the zygote: as its supervisor is, then as an app.
-
-    Args:
-        adopted: its parent, a helper, has exited; the PID namespace bounds its life instead.
-    """
+    """Confine an app forked by the zygote: as its supervisor is, then as an app."""
     null = os.open("/dev/null", os.O_RDWR)
-    log = os.open(layout.root / "supervisor.log", os.O_WRONLY | os.O_APPEND)
+    try:
+        log = os.open(layout.root / "supervisor.log", os.O_WRONLY | os.O_APPEND)
+    except FileNotFoundError:  # released while this app was being forked: nothing to do
+        os._exit(0)
     for fd, target in ((null, 0), (null, 1), (log, 2)):
         os.dup2(fd, target)
     os.close(null)
     os.close(log)
     isolation.enter_sandbox(layout.root, uid, limits, caps)
-    if not adopted:
-        isolation.die_with_parent()  # the zygote; set after the uid change, which clears it
+    isolation.die_with_parent()  # the zygote; set after the uid change, which clears it
     layout.create()
     isolation.restrict_app(layout.workspace, layout.app_dir, caps)
 
