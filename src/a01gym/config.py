@@ -102,6 +102,11 @@ class SandboxSettings(BaseModel):
         200_000, ge=1000, description="Sandbox n runs as uid/gid uid_base + n (when root)."
     )
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
+    warm_standby: bool = Field(
+        True,
+        description="Each pool sandbox's standby app warms up on spare CPU: ~8 ms less to "
+        "acquire a sandbox, ~0.55 MB more memory per sandbox.",
+    )
     max_file_bytes: int = Field(
         256 * 1024, ge=1024, description="Largest file the agent may write."
     )

@@ -280,7 +280,7 @@ class LocalBackend:
                         "max_workspace_bytes": self.settings.max_workspace_bytes,
                         "app_start_timeout_s": self.settings.app_start_timeout_s,
                         "app_request_timeout_s": self.settings.app_request_timeout_s,
-                        "warm_standby": True,
+                        "warm_standby": self.settings.warm_standby,
                     },
                 }
             )

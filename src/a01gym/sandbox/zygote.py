@@ -218,11 +218,11 @@ class _Zygote:
         """Launch this sandbox's apps, starting with its standby."""
         request = child["request"]
         layout = Layout(Path(request["dir"]))
-        limits = SandboxLimits.model_validate(request["limits"])
         join = pidfd if self.capabilities.namespaces else None
         warm = bool(request["supervisor"].get("warm_standby"))
 
-        def confine() -> None:
+        def confine() -> None:  # runs in the app: the zygote itself stays clear of pydantic
+            limits = SandboxLimits.model_validate(request["limits"])
             _confine_app(layout, request["uid"], limits, self.capabilities)
 
         def fork(entrypoint: str | None) -> LaunchedApp:
