@@ -96,7 +96,7 @@ def _close_all_but(keep: set[int]) -> None:
     for fd in sorted(keep):
         os.closerange(low, fd)
         low = fd + 1
-    os.closerange(low, 65536)
+    os.closerange(low, os.sysconf("SC_OPEN_MAX"))
 
 
 class AppLauncher:

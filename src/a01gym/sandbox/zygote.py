@@ -287,7 +287,7 @@ def _sandbox_main(
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (pid_pipe, lifeline, launcher)]
     for target, fd in enumerate(moved, start=3):
         os.dup2(fd, target)
-    os.closerange(6, 65536)  # above all, the zygote's end of the lifeline
+    os.closerange(6, os.sysconf("SC_OPEN_MAX"))  # above all, the zygote's end of the lifeline
     null = os.open("/dev/null", os.O_RDWR)
     log = os.open(directory / "supervisor.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     os.dup2(null, 0)
