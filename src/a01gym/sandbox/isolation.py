@@ -345,15 +345,20 @@ def fork_in_pid_namespace(pidfd: int) -> int:
 
 
 def namespace_pid(pid: int) -> int:
-    """``pid`` as its own, innermost PID namespace numbers it."""
+    """``pid`` as its own, innermost PID namespace numbers it.
+
+    Plain ``os`` calls: this runs on the zygote's loop, where every object touched copies a
+    page that sandboxes forked earlier still share.
+    """
     try:
-        with open(f"/proc/{pid}/status") as status:
-            for line in status:
-                if line.startswith("NSpid:"):
-                    return int(line.split()[-1])
+        fd = os.open(f"/proc/{pid}/status", os.O_RDONLY)
+        try:
+            status = os.read(fd, 8192)
+        finally:
+            os.close(fd)
+        return int(status.split(b"\nNSpid:", 1)[1].split(b"\n", 1)[0].split()[-1])
     except (OSError, ValueError, IndexError):
-        pass
-    return pid
+        return pid
 
 
 def enter_sandbox(
