@@ -120,6 +120,7 @@ async def test_a_sandbox_is_its_supervisor_and_its_app_and_stop_waits(idor_bundl
         await sandbox.client.restart_app()
         (app,) = pids() - supervisor
         assert app != standby and not psutil.pid_exists(standby)
+        assert os.getsid(app) == app  # its own session: nothing it starts outlives a stop
         await sandbox.client.stop_app()
         assert pids() == supervisor
         await backend.release(sandbox)

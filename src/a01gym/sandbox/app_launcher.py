@@ -35,6 +35,7 @@ import os
 import selectors
 import signal
 import socket
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -42,7 +43,7 @@ from a01gym.sandbox import isolation
 from a01gym.sandbox.app_process import MAX_ENTRYPOINT_BYTES, run_app
 from a01gym.sandbox.layout import Layout
 
-__all__ = ["AppLauncher", "LaunchedApp", "fork_app", "spawn_app_zygote"]
+__all__ = ["AppLauncher", "LaunchedApp", "fork_app", "serve", "spawn_app_zygote"]
 
 
 @dataclasses.dataclass
@@ -102,11 +103,16 @@ def _close_all_but(keep: set[int]) -> None:
 class AppLauncher:
     """One sandbox's apps, driven by its supervisor's messages; lives in a selector loop.
 
+    Nothing its sandbox does may take the loop down (in the machine zygote, that would end
+    every sandbox): a callback that fails closes this launcher alone, and a supervisor that
+    stops reading is dropped rather than waited for.
+
     Args:
         sock: our end of the supervisor's socket.
         selector: the loop's selector; each registration's ``data`` is a zero-argument
-            callback, which the loop calls when the descriptor is readable.
+            callback, which the loop calls when the descriptor is readable (see :func:`serve`).
         fork: starts an app (``None``: a standby).
+        sweep_sessions: without a PID namespace, killing an app also kills its session.
     """
 
     def __init__(
@@ -114,35 +120,68 @@ class AppLauncher:
         sock: socket.socket,
         selector: selectors.BaseSelector,
         fork: Callable[[str | None], LaunchedApp],
+        *,
+        sweep_sessions: bool = False,
     ) -> None:
         self._sock = sock
         self._selector = selector
         self._fork = fork
+        self._sweep_sessions = sweep_sessions
         self._standby: LaunchedApp | None = None
         self._apps: dict[int, LaunchedApp] = {}  # by pid, every app not yet reaped
         self._started: set[int] = set()
         self.closed = False
-        selector.register(sock, selectors.EVENT_READ, data=self._on_command)
+        sock.setblocking(False)
+        selector.register(sock, selectors.EVENT_READ, data=self._guarded(self._on_command))
+
+    def _guarded(self, callback: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                callback()
+            except Exception:
+                traceback.print_exc()
+                self.close()
+
+        return run
 
     def start_standby(self) -> None:
         with contextlib.suppress(OSError):  # no standby: the first start forks
             self._standby = self._watch(self._fork(None))
 
     def _watch(self, app: LaunchedApp) -> LaunchedApp:
+        try:
+            pidfd = os.pidfd_open(app.pid)
+        except OSError:
+            self._kill(app.pid)
+            os.waitpid(app.pid, 0)
+            for fd in (app.ready, app.go):
+                if fd >= 0:
+                    os.close(fd)
+            raise
         self._apps[app.pid] = app
-        self._selector.register(app.ready, selectors.EVENT_READ, data=lambda: self._on_ready(app))
-        pidfd = os.pidfd_open(app.pid)
-        self._selector.register(pidfd, selectors.EVENT_READ, data=lambda: self._on_exit(app, pidfd))
+        self._selector.register(
+            app.ready, selectors.EVENT_READ, data=self._guarded(lambda: self._on_ready(app))
+        )
+        self._selector.register(
+            pidfd, selectors.EVENT_READ, data=self._guarded(lambda: self._on_exit(app, pidfd))
+        )
         return app
 
     def _send(self, message: dict[str, Any]) -> None:
-        if not self.closed:
-            with contextlib.suppress(OSError):  # the supervisor is gone; close() follows
-                self._sock.send(json.dumps(message).encode())
+        if self.closed:
+            return
+        try:
+            self._sock.send(json.dumps(message).encode())
+        except BlockingIOError:  # it stopped reading: it is broken, not slow
+            self.close()
+        except OSError:  # it is gone; close() follows from its end of the socket
+            pass
 
     def _on_command(self) -> None:
         try:
             raw = self._sock.recv(65536)
+        except BlockingIOError:
+            return
         except OSError:
             raw = b""
         if not raw:
@@ -151,18 +190,20 @@ class AppLauncher:
         try:
             message = json.loads(raw)
             entrypoint, stop = message.get("entrypoint"), message.get("stop")
-        except (ValueError, AttributeError):
+        except Exception:  # ValueError, RecursionError, a list instead of an object...
             entrypoint, stop = None, None
         if isinstance(entrypoint, str) and 0 < len(entrypoint.encode()) <= MAX_ENTRYPOINT_BYTES:
             self._start(entrypoint)
         elif isinstance(stop, int):
             for app in self._apps.values():
                 if app.ns_pid == stop and app.pid in self._started:
-                    _kill(app.pid)
+                    self._kill(app.pid)
         else:  # only our supervisor writes here: a bug, not an attack; keep serving
             self._send({"failed": f"bad launcher message: {raw[:200]!r}"})
 
     def _start(self, entrypoint: str) -> None:
+        for pid in self._started:  # one app at a time, whatever the supervisor believes
+            self._kill(pid)
         standby, self._standby = self._standby, None
         app = None
         if standby is not None:
@@ -185,6 +226,8 @@ class AppLauncher:
             app.go = -1
 
     def _on_ready(self, app: LaunchedApp) -> None:
+        if app.ready < 0:  # its exit was handled earlier in the same batch of events
+            return
         if os.read(app.ready, 1) and app.pid in self._started:
             self._send({"ready": app.ns_pid})
         self._close_ready(app)
@@ -196,6 +239,8 @@ class AppLauncher:
             app.ready = -1
 
     def _on_exit(self, app: LaunchedApp, pidfd: int) -> None:
+        if app.pid not in self._apps:
+            return
         self._selector.unregister(pidfd)
         os.close(pidfd)
         _, status = os.waitpid(app.pid, 0)
@@ -208,6 +253,14 @@ class AppLauncher:
             self._started.discard(app.pid)
             self._send({"exited": app.ns_pid, "code": os.waitstatus_to_exitcode(status)})
 
+    def _kill(self, pid: int) -> None:
+        """The app and its session (it leads one): whatever it started, however it hid."""
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                kill(pid, signal.SIGKILL)
+        if self._sweep_sessions:
+            isolation.kill_session(pid)
+
     def close(self) -> None:
         """The supervisor is gone: stop listening, kill what is left (its exits are reaped)."""
         if self.closed:
@@ -217,14 +270,19 @@ class AppLauncher:
         self._sock.close()
         for app in self._apps.values():
             self._close_go(app)
-            _kill(app.pid)
+            self._kill(app.pid)
 
 
-def _kill(pid: int) -> None:
-    """The app and its process group (it leads one), before or after it set that up."""
-    for kill in (os.killpg, os.kill):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            kill(pid, signal.SIGKILL)
+def serve(selector: selectors.BaseSelector, until: Callable[[], bool]) -> None:
+    """Run a selector loop whose registrations carry their callbacks, until ``until()``.
+
+    A callback may unregister descriptors whose events are in the same batch; those are
+    skipped, so no callback ever runs for a descriptor it no longer owns.
+    """
+    while not until():
+        for key, _ in selector.select():
+            if selector.get_map().get(key.fd) is key:
+                key.data()
 
 
 def spawn_app_zygote(
@@ -264,6 +322,4 @@ def _app_zygote_main(
     selector = selectors.DefaultSelector()
     launcher = AppLauncher(sock, selector, fork)
     launcher.start_standby()
-    while not launcher.closed:
-        for key, _ in selector.select():
-            key.data()
+    serve(selector, until=lambda: launcher.closed)

@@ -85,7 +85,7 @@ def run_app(
     """
     code = 4
     try:
-        os.setpgid(0, 0)
+        os.setsid()  # its own session and process group, which the launcher kills whole
         confine()
         for name in [n for n in os.environ if n.startswith("A01GYM_")]:
             del os.environ[name]
@@ -184,10 +184,15 @@ class AppProcess:
             for waiter in self._stopping.values():
                 if not waiter.done():
                     waiter.set_result(None)
+            self._stopping.clear()
             return
         message = json.loads(raw)
-        if "started" in message and self._started and not self._started.done():
-            self._started.set_result(message["started"])
+        if "started" in message:
+            if self._started and not self._started.done():
+                self._started.set_result(message["started"])
+            else:  # it came after we gave up waiting: nobody tracks it, so it must go
+                with contextlib.suppress(OSError):
+                    self._sock.send(json.dumps({"stop": message["started"]}).encode())
         elif "failed" in message and self._started and not self._started.done():
             self._started.set_exception(OSError(message["failed"]))
         elif "ready" in message:
@@ -225,8 +230,8 @@ class AppProcess:
             return ""
 
     async def stop(self) -> None:
-        """Kill the app (and its process group) and wait until it is gone, so nothing it
-        does can race what comes next (a workspace load clears its database)."""
+        """Kill the app (and its session) and wait until its process is gone, so it cannot
+        race what comes next (a workspace load clears its database)."""
         pid, self.pid, self.state, self.error = self.pid, None, AppState.STOPPED, None
         if pid is None or pid in self._exited:
             self._exited.pop(pid, None)
@@ -238,6 +243,8 @@ class AppProcess:
                 await gone
         except (OSError, TimeoutError):
             self._stopping.pop(pid, None)
+            self.state = AppState.CRASHED
+            self.error = f"the app launcher did not confirm that app {pid} stopped"
 
     async def start(self, entrypoint: str) -> AppStatus:
         """(Re)start the app and wait until it reports ready, exits, or times out."""
@@ -246,6 +253,7 @@ class AppProcess:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._layout.app_sock)
         loop = asyncio.get_running_loop()
+        self._exited.clear()  # exits of earlier apps; this one's may arrive before its pid
         self._started = loop.create_future()
         self._ready = loop.create_future()
         self.state = AppState.STARTING

@@ -27,6 +27,7 @@ import logging
 import os
 import resource
 import shutil
+import signal
 import site
 import stat
 import sys
@@ -53,6 +54,7 @@ __all__ = [
     "fork_in_pid_namespace",
     "interpreter_paths",
     "join_namespaces",
+    "kill_session",
     "load_average",
     "namespace_pid",
     "probe",
@@ -314,6 +316,17 @@ def enter_namespaces(capabilities: Capabilities) -> None:
             raise OSError(ctypes.get_errno(), "unshare(namespaces) failed")
 
 
+def kill_session(session: int) -> None:
+    """Without a PID namespace, SIGKILL every process left in ``session``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[3]) == session:
+                os.kill(int(entry.name), signal.SIGKILL)
+
+
 def join_namespaces(pidfd: int) -> None:
     """Enter the net, IPC and UTS namespaces of the process behind ``pidfd`` (as root)."""
     if _libc.setns(pidfd, _CLONE_NEWNET | _CLONE_NEWIPC | _CLONE_NEWUTS) != 0:
@@ -337,11 +350,18 @@ def fork_in_pid_namespace(pidfd: int) -> int:
     try:
         pid = os.fork()
     except BaseException:
-        _libc.setns(home, _CLONE_NEWPID)
+        _return_to(home)
         raise
-    if pid and _libc.setns(home, _CLONE_NEWPID) != 0:
-        raise OSError(ctypes.get_errno(), "setns(back to our own PID namespace) failed")
+    if pid:
+        _return_to(home)
     return pid
+
+
+def _return_to(home: int) -> None:
+    if _libc.setns(home, _CLONE_NEWPID) != 0:
+        # Every later child would land in that sandbox's namespace: stop everything instead.
+        os.write(2, b"a01gym zygote: cannot return to its own PID namespace; exiting\n")
+        os._exit(70)
 
 
 def namespace_pid(pid: int) -> int:

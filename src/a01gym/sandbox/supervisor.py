@@ -78,6 +78,7 @@ class Supervisor:
         self.limits = limits
         self.workspace = Workspace(layout.workspace, max_file_bytes=limits.max_file_bytes)
         self.app = AppProcess(layout, launcher, limits.app_start_timeout_s)
+        self._app_lock = asyncio.Lock()  # app starts and stops happen one at a time
         self.entrypoint: str | None = None
         self.actors: dict[str, dict[str, str]] = {}
         self._http = Http11Client(uds=str(layout.app_sock))
@@ -93,7 +94,8 @@ class Supervisor:
             loop.add_reader(self._lifeline, os._exit, 0)
 
     async def close(self) -> None:
-        await self.app.stop()
+        async with self._app_lock:
+            await self.app.stop()
         self._http.close()
         self._forget_seed()
 
@@ -116,16 +118,17 @@ class Supervisor:
         if sum(map(len, files.values())) > self.limits.max_workspace_bytes:
             message = f"workspace larger than {self.limits.max_workspace_bytes} bytes"
             raise SupervisorError(ErrorCode.TOO_LARGE, message)
-        await self.app.stop()
-        self._forget_seed()
-        self.workspace.load(files)
-        for child in self.layout.data_dir.iterdir():  # keep the directory (Landlock inode)
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
-        self.entrypoint = entrypoint
-        self.actors = {}
+        async with self._app_lock:  # no restart may slip in before the database is wiped
+            await self.app.stop()
+            self._forget_seed()
+            self.workspace.load(files)
+            for child in self.layout.data_dir.iterdir():  # keep the directory (Landlock inode)
+                if child.is_dir() and not child.is_symlink():
+                    shutil.rmtree(child)
+                else:
+                    child.unlink()
+            self.entrypoint = entrypoint
+            self.actors = {}
 
     def _require_workspace(self) -> None:
         if not self.workspace.loaded:
@@ -143,13 +146,15 @@ class Supervisor:
     async def restart_app(self) -> protocol.AppStatus:
         self._require_workspace()
         assert self.entrypoint is not None
-        self._http.close()
-        self._seeded = None  # a starting app may write its database
-        return await self.app.start(self.entrypoint)
+        async with self._app_lock:
+            self._http.close()
+            self._seeded = None  # a starting app may write its database
+            return await self.app.start(self.entrypoint)
 
     async def stop_app(self) -> protocol.AppStatus:
-        await self.app.stop()
-        return self.app.status()
+        async with self._app_lock:
+            await self.app.stop()
+            return self.app.status()
 
     async def proxy(self, request: protocol.ProxyRequest) -> protocol.ProxyResponse:
         if self.app.state is not protocol.AppState.RUNNING:

@@ -110,17 +110,6 @@ def _send(message: dict[str, Any]) -> None:
     os.write(1, (json.dumps(message) + "\n").encode())
 
 
-def _kill_session(session: int) -> None:
-    """Without a PID namespace, kill what is left of a sandbox's session."""
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[3]) == session:
-                os.kill(int(entry.name), signal.SIGKILL)
-
-
 class _Zygote:
     def __init__(self, capabilities: isolation.Capabilities) -> None:
         self.capabilities = capabilities
@@ -137,7 +126,12 @@ class _Zygote:
         _send({"event": "ready", "pid": os.getpid()})
         while not self.stopping:
             for key, _ in self.selector.select(timeout=self._next_deadline()):
-                key.data()
+                if self.selector.get_map().get(key.fd) is not key:
+                    continue  # unregistered by an earlier callback of this batch
+                try:
+                    key.data()
+                except Exception:  # a bug of ours: say so, and keep the other sandboxes
+                    traceback.print_exc()
             self._enforce_deadlines()
         self._shutdown()
 
@@ -228,7 +222,9 @@ class _Zygote:
         def fork(entrypoint: str | None) -> LaunchedApp:
             return fork_app(layout, confine, entrypoint=entrypoint, warm=warm, join=join)
 
-        launcher = AppLauncher(child.pop("socket"), self.selector, fork)
+        launcher = AppLauncher(
+            child.pop("socket"), self.selector, fork, sweep_sessions=join is None
+        )
         launcher.start_standby()
         return launcher
 
@@ -243,7 +239,7 @@ class _Zygote:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child["pid"], signal.SIGKILL)
         if not self.capabilities.namespaces:
-            _kill_session(child["session"])
+            isolation.kill_session(child["session"])
 
     def _reap(self, pidfd: int, sandbox_id: str) -> None:
         child = self.children.pop(sandbox_id)
@@ -252,7 +248,7 @@ class _Zygote:
         _, status = os.waitpid(child["pid"], 0)
         child["launcher"].close()  # without a PID namespace, its apps may still run
         if not self.capabilities.namespaces:
-            _kill_session(child["session"])
+            isolation.kill_session(child["session"])
         code = os.waitstatus_to_exitcode(status)
         _send(
             {
@@ -311,19 +307,24 @@ def _sandbox_main(
 def _confine_app(
     layout: Layout, uid: int, limits: SandboxLimits, caps: isolation.Capabilities
 ) -> None:
-    """Confine an app forked by the zygote: as its supervisor is, then as an app."""
+    """Confine an app forked by the zygote: as its supervisor is, then as an app.
+
+    It opens nothing in the sandbox's directory while still root: untrusted code has run
+    there, and without Landlock could have planted a symlink.
+    """
     null = os.open("/dev/null", os.O_RDWR)
-    try:
-        log = os.open(layout.root / "supervisor.log", os.O_WRONLY | os.O_APPEND)
-    except FileNotFoundError:  # released while this app was being forked: nothing to do
-        os._exit(0)
-    for fd, target in ((null, 0), (null, 1), (log, 2)):
-        os.dup2(fd, target)
+    for target in (0, 1, 2):
+        os.dup2(null, target)
     os.close(null)
-    os.close(log)
     isolation.enter_sandbox(layout.root, uid, limits, caps)
     isolation.die_with_parent()  # the zygote; set after the uid change, which clears it
-    layout.create()
+    try:
+        layout.create()
+    except FileNotFoundError:  # released while this app was being forked: nothing to do
+        os._exit(0)
+    log = os.open(layout.app_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    os.dup2(log, 2)  # startup errors, until the app's own log takes over
+    os.close(log)
     isolation.restrict_app(layout.workspace, layout.app_dir, caps)
 
 
