@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 import json
 import os
@@ -54,6 +55,7 @@ def _warm_up_on_spare_cpu(go_fd: int) -> None:
         return
     with contextlib.suppress(Exception):
         warmup.exercise_app_stack(serve=True, stop=lambda: _readable(go_fd))
+    gc.collect()  # the throwaway app is cyclic garbage: free it for the real app to reuse
 
 
 def _readable(fd: int) -> bool:
