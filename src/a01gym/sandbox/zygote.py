@@ -47,6 +47,7 @@ from a01gym.config import SandboxLimits
 from a01gym.sandbox import control, cow, isolation, warmup
 from a01gym.sandbox.app_launcher import AppLauncher, LaunchedApp, fork_app
 from a01gym.sandbox.layout import Layout
+from a01gym.sandbox.spare_cpu import SpareCpu
 from a01gym.sandbox.supervisor import SupervisorLimits
 
 __all__ = ["PRELOAD", "main"]
@@ -113,6 +114,7 @@ def _send(message: dict[str, Any]) -> None:
 class _Zygote:
     def __init__(self, capabilities: isolation.Capabilities) -> None:
         self.capabilities = capabilities
+        self.spare_cpu = SpareCpu()  # standbys warm up only when the machine is idle
         self.selector = selectors.DefaultSelector()
         self.children: dict[str, dict[str, Any]] = {}
         self.buffer = b""
@@ -220,7 +222,8 @@ class _Zygote:
             _confine_app(layout, request["uid"], limits, self.capabilities)
 
         def fork(entrypoint: str | None) -> LaunchedApp:
-            return fork_app(layout, confine, entrypoint=entrypoint, warm=warm, join=join)
+            warm_now = warm and entrypoint is None and self.spare_cpu.available()
+            return fork_app(layout, confine, entrypoint=entrypoint, warm=warm_now, join=join)
 
         launcher = AppLauncher(
             child.pop("socket"), self.selector, fork, sweep_sessions=join is None
