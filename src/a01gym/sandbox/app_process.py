@@ -3,11 +3,12 @@
 Apps are forked by a launcher (:mod:`~a01gym.sandbox.app_launcher`), never by the supervisor.
 A *standby* app is forked in the warm pool: it confines itself, runs
 :mod:`~a01gym.sandbox.warmup` to copy the pages an app will write, and waits for its
-entrypoint. The warm-up costs ~30 ms of CPU to save ~10 ms of latency, so it is for warm pools
-(the local backend turns it on, pods leave it off) and runs only on spare CPU: it is skipped
-when the load average says the machine is busy (a throughput run), and abandoned when the
-entrypoint arrives first. (``SCHED_IDLE`` would be neater, but an unprivileged process cannot
-leave it without ``RLIMIT_NICE``, which needs ``CAP_SYS_RESOURCE`` to raise.)
+entrypoint. The warm-up costs ~25 ms of CPU to save ~8 ms of latency, so it is for warm pools
+(the local backend turns it on, pods leave it off) and runs only on spare CPU: the zygote
+skips it when ``/proc/stat`` shows the machine busy (:mod:`~a01gym.sandbox.spare_cpu`), the
+standby itself when the load average does, and it is abandoned when the entrypoint arrives
+first. (``SCHED_IDLE`` would be neater, but an unprivileged process cannot leave it without
+``RLIMIT_NICE``, which needs ``CAP_SYS_RESOURCE`` to raise.)
 
 The app is served by :mod:`~a01gym.sandbox.appserver` on the sandbox's Unix socket. Before
 it reports ready, it sends itself one in-process request that matches no route
