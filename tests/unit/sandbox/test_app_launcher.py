@@ -3,10 +3,12 @@ do to the loop it shares with every other sandbox (in the machine zygote)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import selectors
 import socket
+from collections.abc import Iterator
 
 import pytest
 
@@ -18,11 +20,28 @@ def _never_fork(entrypoint: str | None) -> LaunchedApp:
     pytest.fail(f"a bad message started an app ({entrypoint!r})")
 
 
-def _turn(selector: selectors.BaseSelector) -> None:
-    """One batch of events, as the loops run it."""
-    for key, _ in selector.select(timeout=1):
-        if selector.get_map().get(key.fd) is key:
-            key.data()
+@dataclasses.dataclass
+class _Pair:
+    supervisor: socket.socket  # the supervisor's end of the socket
+    launcher: AppLauncher
+    selector: selectors.BaseSelector
+
+    def turn(self) -> None:
+        """One batch of events, as the loops run it."""
+        for key, _ in self.selector.select(timeout=1):
+            if self.selector.get_map().get(key.fd) is key:
+                key.data()
+
+
+@pytest.fixture
+def pair() -> Iterator[_Pair]:
+    supervisor, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    selector = selectors.DefaultSelector()
+    launcher = AppLauncher(ours, selector, _never_fork)
+    yield _Pair(supervisor, launcher, selector)
+    launcher.close()
+    supervisor.close()
+    selector.close()
 
 
 @pytest.mark.parametrize(
@@ -37,64 +56,42 @@ def _turn(selector: selectors.BaseSelector) -> None:
         json.dumps({"entrypoint": "m:" + "a" * 5000}).encode(),
     ],
 )
-def test_a_bad_message_is_answered_and_the_launcher_keeps_serving(message: bytes) -> None:
-    supervisor, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    selector = selectors.DefaultSelector()
-    launcher = AppLauncher(ours, selector, _never_fork)
-    try:
-        supervisor.send(message)
-        _turn(selector)
-        reply = json.loads(supervisor.recv(65536))
-        assert reply["failed"].startswith("bad launcher message")
-        assert not launcher.closed
-        supervisor.close()  # the supervisor is gone: the launcher closes
-        _turn(selector)
-        assert launcher.closed
-    finally:
-        launcher.close()
-        supervisor.close()
-        selector.close()
+def test_a_bad_message_is_answered_and_the_launcher_keeps_serving(
+    pair: _Pair, message: bytes
+) -> None:
+    pair.supervisor.send(message)
+    pair.turn()
+    reply = json.loads(pair.supervisor.recv(65536))
+    assert reply["failed"].startswith("bad launcher message")
+    assert not pair.launcher.closed
+    pair.supervisor.close()  # the supervisor is gone: the launcher closes
+    pair.turn()
+    assert pair.launcher.closed
 
 
-def test_a_supervisor_that_stops_reading_is_dropped_not_waited_for() -> None:
-    supervisor, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    selector = selectors.DefaultSelector()
-    launcher = AppLauncher(ours, selector, _never_fork)
-    try:
-        for _ in range(100_000):  # each bad message earns a reply nobody reads
-            if launcher.closed:
-                break
-            supervisor.send(b"?")
-            _turn(selector)
-        assert launcher.closed
-    finally:
-        launcher.close()
-        supervisor.close()
-        selector.close()
+def test_a_supervisor_that_stops_reading_is_dropped_not_waited_for(pair: _Pair) -> None:
+    for _ in range(100_000):  # each bad message earns a reply nobody reads
+        if pair.launcher.closed:
+            break
+        pair.supervisor.send(b"?")
+        pair.turn()
+    assert pair.launcher.closed
 
 
-def test_an_app_whose_exit_and_readiness_land_together_does_not_break_the_loop() -> None:
+def test_an_app_whose_exit_and_readiness_land_together_does_not_break_the_loop(
+    pair: _Pair,
+) -> None:
     """The exit closes the readiness pipe; its event, already in the batch, must be a no-op."""
-    supervisor, ours = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    selector = selectors.DefaultSelector()
-    launcher = AppLauncher(ours, selector, _never_fork)
     ready_read, ready_write = os.pipe()
     os.close(ready_write)  # readable (end of file) from the start, like an app that died
     pid = os.posix_spawn("/bin/true", ["true"], os.environ)
-    app = launcher._watch(LaunchedApp(pid=pid, ns_pid=pid, ready=ready_read, go=-1))
-    try:
-        pidfd = next(
-            k.fd for k in selector.get_map().values() if k.fd not in (ours.fileno(), ready_read)
-        )
-        selectors.DefaultSelector().close()
-        os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOWAIT)  # it has exited, not reaped yet
-        launcher._on_exit(app, pidfd)
-        launcher._on_ready(app)  # the stale event
-        assert not launcher.closed and app.ready == -1
-    finally:
-        launcher.close()
-        supervisor.close()
-        selector.close()
+    before = set(pair.selector.get_map())
+    app = pair.launcher._watch(LaunchedApp(pid=pid, ns_pid=pid, ready=ready_read, go=-1))
+    (pidfd,) = set(pair.selector.get_map()) - before - {ready_read}
+    os.waitid(os.P_PIDFD, pidfd, os.WEXITED | os.WNOWAIT)  # it has exited, not reaped yet
+    pair.launcher._on_exit(app, pidfd)
+    pair.launcher._on_ready(app)  # the stale event
+    assert not pair.launcher.closed and app.ready == -1
 
 
 def test_the_loop_skips_a_descriptor_unregistered_earlier_in_the_same_batch() -> None:
