@@ -43,7 +43,7 @@ from a01gym.sandbox import isolation
 from a01gym.sandbox.app_process import MAX_ENTRYPOINT_BYTES, run_app
 from a01gym.sandbox.layout import Layout
 
-__all__ = ["AppLauncher", "LaunchedApp", "fork_app", "serve", "spawn_app_zygote"]
+__all__ = ["AppLauncher", "LaunchedApp", "dispatch", "fork_app", "serve", "spawn_app_zygote"]
 
 
 @dataclasses.dataclass
@@ -273,16 +273,21 @@ class AppLauncher:
             self._kill(app.pid)
 
 
-def serve(selector: selectors.BaseSelector, until: Callable[[], bool]) -> None:
-    """Run a selector loop whose registrations carry their callbacks, until ``until()``.
+def dispatch(selector: selectors.BaseSelector, timeout: float | None = None) -> None:
+    """Run one batch of events of a selector whose registrations carry their callbacks.
 
     A callback may unregister descriptors whose events are in the same batch; those are
     skipped, so no callback ever runs for a descriptor it no longer owns.
     """
+    for key, _ in selector.select(timeout):
+        if selector.get_map().get(key.fd) is key:
+            key.data()
+
+
+def serve(selector: selectors.BaseSelector, until: Callable[[], bool]) -> None:
+    """:func:`dispatch` until ``until()``."""
     while not until():
-        for key, _ in selector.select():
-            if selector.get_map().get(key.fd) is key:
-                key.data()
+        dispatch(selector)
 
 
 def spawn_app_zygote(

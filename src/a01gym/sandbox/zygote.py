@@ -45,7 +45,7 @@ from typing import Any
 
 from a01gym.config import SandboxLimits
 from a01gym.sandbox import control, cow, isolation, warmup
-from a01gym.sandbox.app_launcher import AppLauncher, LaunchedApp, fork_app
+from a01gym.sandbox.app_launcher import AppLauncher, LaunchedApp, dispatch, fork_app
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.spare_cpu import SpareCpu
 from a01gym.sandbox.supervisor import SupervisorLimits
@@ -127,13 +127,10 @@ class _Zygote:
         self.selector.register(0, selectors.EVENT_READ, data=self._read_commands)
         _send({"event": "ready", "pid": os.getpid()})
         while not self.stopping:
-            for key, _ in self.selector.select(timeout=self._next_deadline()):
-                if self.selector.get_map().get(key.fd) is not key:
-                    continue  # unregistered by an earlier callback of this batch
-                try:
-                    key.data()
-                except Exception:  # a bug of ours: say so, and keep the other sandboxes
-                    traceback.print_exc()
+            try:
+                dispatch(self.selector, self._next_deadline())
+            except Exception:  # a bug of ours: say so, and keep the other sandboxes
+                traceback.print_exc()
             self._enforce_deadlines()
         self._shutdown()
 
