@@ -1,0 +1,123 @@
+"""The environment as TRL sees it: one class whose public methods are the agent's tools.
+
+A TRL user writes ``GRPOTrainer(..., environment_factory=A01ToolEnv)``. TRL builds one instance
+per rollout without arguments (so the gateway comes from :meth:`A01ToolEnv.configure` or
+``A01GYM_GATEWAY_URL``), calls ``reset(**row)`` with the dataset row (``seed``, ``split``,
+``family``, ``difficulty``, ``scenario``) and appends the returned task to the prompt, turns every
+public method but ``reset``/``get_reward`` into a tool from its type hints and docstring, and adds
+``get_reward()`` as the reward. Tool names and arguments are the gateway's actions one to one, so
+a trajectory logged by any agent replays as the same tool calls (see ``trajectories``).
+
+TRL runs these tools one sample after another; ``a01gym train`` drives the same sessions through
+:mod:`a01gym.training.rollout` instead, which overlaps them across the batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from a01gym.training import session as _session
+
+__all__ = ["A01ToolEnv"]
+
+
+class A01ToolEnv:
+    """Find and fix the broken access control in a small FastAPI app, then submit."""
+
+    _settings: ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def configure(cls, base_url: str | None = None, **settings: Any) -> None:
+        """Class-wide :class:`~a01gym.training.session.EpisodeSession` settings for TRL's instances.
+
+        Args:
+            base_url: The gateway, e.g. ``http://127.0.0.1:8000``.
+            settings: ``max_output_chars``, ``message_timeout_s``, ``reconnect_attempts``.
+        """
+        cls._settings = {"base_url": base_url, **settings}
+
+    def __init__(self) -> None:
+        self.session = _session.EpisodeSession(**self._settings)
+
+    def _act(self, **action: Any) -> str:
+        name = action.pop("tool")
+        return _session.run_sync(self.session.step(_session.tool_action(name, action)))
+
+    def reset(self, **row: Any) -> str:
+        """Start the episode for this dataset row; returns the task for the prompt."""
+        return _session.run_sync(self.session.reset(**row))
+
+    def get_reward(self) -> float:
+        """The environment's terminal reward (submits first if the model did not)."""
+        return _session.run_sync(self.session.finish())
+
+    def list_files(self) -> str:
+        """List every file in the app's workspace with its size."""
+        return self._act(tool="list_files")
+
+    def read_file(
+        self, path: str, start_line: int | None = None, end_line: int | None = None
+    ) -> str:
+        """Read a workspace file, or only some of its lines.
+
+        Args:
+            path: File path relative to the workspace, e.g. app/main.py.
+            start_line: First line to read (1-based), or null for the start.
+            end_line: Last line to read, or null for the end.
+        """
+        return self._act(tool="read_file", path=path, start_line=start_line, end_line=end_line)
+
+    def search(self, pattern: str, path: str | None = None) -> str:
+        """Search the workspace for a fixed string (not a regex).
+
+        Args:
+            pattern: The exact text to find.
+            path: Only search under this file or folder, or null for everywhere.
+        """
+        return self._act(tool="search", pattern=pattern, path=path)
+
+    def http_request(
+        self,
+        method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"],
+        path: str,
+        actor: str = "anonymous",
+        json_body: dict[str, Any] | None = None,
+    ) -> str:
+        """Send an HTTP request to the running app as one of the scenario's actors.
+
+        Args:
+            method: The HTTP method.
+            path: The request path, e.g. /notes/3.
+            actor: The actor to act as (named in the task), or anonymous.
+            json_body: A JSON object to send as the request body, or null.
+        """
+        return self._act(
+            tool="http_request", method=method, path=path, actor=actor, json_body=json_body
+        )
+
+    def edit_file(self, path: str, old: str, new: str) -> str:
+        """Replace the one exact occurrence of old text in a file with new text.
+
+        Args:
+            path: File path relative to the workspace.
+            old: The exact text to replace; it must occur exactly once.
+            new: The replacement text.
+        """
+        return self._act(tool="edit_file", path=path, old=old, new=new)
+
+    def write_file(self, path: str, content: str) -> str:
+        """Create or overwrite a workspace file.
+
+        Args:
+            path: File path relative to the workspace.
+            content: The whole new content of the file.
+        """
+        return self._act(tool="write_file", path=path, content=content)
+
+    def run_tests(self) -> str:
+        """Run the visible tests against the current app."""
+        return self._act(tool="run_tests")
+
+    def submit(self) -> str:
+        """End the episode: hidden tests grade the current workspace."""
+        return self._act(tool="submit")
