@@ -137,6 +137,7 @@ class EpisodeSession:
         self.actions = 0
         self.invalid_actions = 0
         self.row: dict[str, Any] = {}
+        self.scenario: str | None = None
 
     # -- connection ---------------------------------------------------------------------------
     def _url(self) -> str:
@@ -193,7 +194,9 @@ class EpisodeSession:
                     raise
         self.timings.add("reset", time.perf_counter() - started)
         self.observation = dict(result.observation)
-        self._resume_token = (self.observation.get("result") or {}).get("resume_token")
+        result_info = self.observation.get("result") or {}
+        self._resume_token = result_info.get("resume_token")
+        self.scenario = result_info.get("scenario")
         return str(self.observation.get("output") or "")
 
     async def step(self, action: dict[str, Any]) -> str:
@@ -206,7 +209,7 @@ class EpisodeSession:
         try:
             result = await self._send(action)
         except Exception as exc:
-            self._fail(f"{type(exc).__name__}: {exc}")
+            self.fail(f"{type(exc).__name__}: {exc}")
             return f"error (environment_unavailable): {exc}. The episode ends."
         finally:
             self.timings.add(kind, time.perf_counter() - started)
@@ -238,7 +241,8 @@ class EpisodeSession:
                 await client.reset(resume_token=self._resume_token)
         return await self._client.step(action)
 
-    def _fail(self, reason: str) -> None:
+    def fail(self, reason: str) -> None:
+        """End the episode as failed (reward 0), e.g. when it could not even start."""
         logger.warning("episode failed (scored 0): %s", reason)
         self.failure = reason
         self.done = True
@@ -248,7 +252,7 @@ class EpisodeSession:
         """The terminal reward, submitting first if the model stopped without submitting."""
         if not self.done:
             if self._client is None:
-                self._fail("the episode was never started")
+                self.fail("the episode was never started")
             else:
                 await self.step({"tool": "submit"})
         return float(self.reward or 0.0)

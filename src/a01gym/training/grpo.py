@@ -1,0 +1,284 @@
+"""GRPO + LoRA over a gateway: dataset, trainer, metrics, and what lands in the run directory.
+
+The reward is only the environment's terminal reward (``security × regression`` minus penalties,
+computed by the gateway's hidden verifier); security, regression, resolution, invalid actions,
+episode length and per-family rates are logged beside it as metrics, never mixed into it.
+
+Run directory::
+
+    config.yaml      the resolved config        metrics.jsonl   one row per GRPO step
+    adapter/         LoRA adapter + tokenizer   rollouts.jsonl  every rollout, with its chat
+    adapter/README.md  model card              trackio/        Trackio's local store
+
+Which rollout path, and why: see :mod:`a01gym.training.rollout` (``rollout.path: parallel``, the
+default) and :mod:`a01gym.training.toolenv` (``rollout.path: trl``, TRL's environment_factory
+loop, which is what vLLM generation uses).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from a01gym.training import config as train_config
+from a01gym.training import rollout as rollouts
+from a01gym.training import toolenv
+
+__all__ = ["StepLog", "build_dataset", "environment_reward", "make_rollout_func", "train"]
+
+logger = logging.getLogger(__name__)
+
+
+def build_dataset(cfg: train_config.TrainConfig) -> Any:
+    """One row per episode seed; rows carry the reset arguments (see ``rollout.row_prompt``)."""
+    from datasets import Dataset
+
+    rows = []
+    families = cfg.data.families or [None]
+    for offset in range(cfg.data.seeds):
+        row: dict[str, Any] = {"seed": cfg.data.seed_start + offset, "split": cfg.data.split}
+        family = families[offset % len(families)]
+        if family:
+            row["family"] = family
+        if cfg.data.difficulty:
+            row["difficulty"] = cfg.data.difficulty
+        rows.append({"prompt": rollouts.row_prompt(row), **row})
+    return Dataset.from_list(rows)
+
+
+def _rate(values: list[float]) -> float:
+    return round(statistics.fmean(values), 4) if values else 0.0
+
+
+class StepLog:
+    """Aggregates each generation batch into ``metrics.jsonl`` / ``rollouts.jsonl`` rows."""
+
+    def __init__(self, out: Path) -> None:
+        self.metrics_path = out / "metrics.jsonl"
+        self.rollouts_path = out / "rollouts.jsonl"
+        self.step = 0
+        self.last_end = time.perf_counter()
+        self.rows: list[dict[str, Any]] = []
+
+    def add(self, batch: rollouts.RolloutBatch) -> dict[str, Any]:
+        records = [r.record() for r in batch.rollouts]
+        now = time.perf_counter()
+        step_s = now - self.last_end
+        self.last_end = now
+        per_family: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for record in records:
+            per_family[f"{record['family']}/{record['difficulty']}"].append(record)
+        actions = sum(r["actions"] for r in records) or 1
+        row = {
+            "step": self.step,
+            "rollouts": len(records),
+            "reward_mean": _rate([r["reward"] for r in records]),
+            "reward_std": round(statistics.pstdev([r["reward"] for r in records]), 4),
+            "rewards": [r["reward"] for r in records],
+            "security_rate": _rate([float(r["security"] == 1.0) for r in records]),
+            "regression_rate": _rate([float(r["regression"] == 1.0) for r in records]),
+            "resolved_rate": _rate([float(r["resolved"]) for r in records]),
+            "invalid_action_rate": round(sum(r["invalid_actions"] for r in records) / actions, 4),
+            "failed_episodes": sum(r["failure"] is not None for r in records),
+            "episode_length_mean": _rate([float(r["actions"]) for r in records]),
+            "rollouts_per_s": round(len(records) / batch.wall_s, 4) if batch.wall_s else 0.0,
+            "generation_s": round(batch.generation_s, 4),
+            "env_s": round(batch.env_s, 4),
+            "rollout_s": round(batch.wall_s, 4),
+            "step_s": round(step_s, 4),
+            "per_family": {
+                key: {
+                    "n": len(group),
+                    "reward_mean": _rate([r["reward"] for r in group]),
+                    "security_rate": _rate([float(r["security"] == 1.0) for r in group]),
+                    "regression_rate": _rate([float(r["regression"] == 1.0) for r in group]),
+                }
+                for key, group in sorted(per_family.items())
+            },
+        }
+        with self.metrics_path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+        with self.rollouts_path.open("a", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(json.dumps({"step": self.step, **record}) + "\n")
+        self.rows.append(row)
+        self.step += 1
+        return row
+
+
+def environment_reward(**kwargs: Any) -> list[float]:
+    """The environment's terminal reward, passed through unchanged; logs its components."""
+    log_metric = kwargs["log_metric"]
+    metrics = kwargs["a01gym_metrics"][0]
+    for name, value in metrics.items():
+        log_metric(name, value)
+    return [float(r) for r in kwargs["env_reward"]]
+
+
+def _flat_metrics(row: dict[str, Any]) -> dict[str, float]:
+    keys = (
+        "reward_mean",
+        "security_rate",
+        "regression_rate",
+        "resolved_rate",
+        "invalid_action_rate",
+        "failed_episodes",
+        "episode_length_mean",
+        "rollouts_per_s",
+        "generation_s",
+        "env_s",
+    )
+    flat = {f"env/{key}": float(row[key]) for key in keys}
+    for cell, stats in row["per_family"].items():
+        for key in ("reward_mean", "security_rate", "regression_rate"):
+            flat[f"family/{cell}/{key}"] = float(stats[key])
+    return flat
+
+
+def make_rollout_func(engine: rollouts.RolloutEngine, log: StepLog) -> Any:
+    """TRL ``rollout_func``: plays the batch in parallel and returns tokens, masks, rewards."""
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
+        rows = [rollouts.row_from_prompt(prompt) for prompt in prompts]
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        batch = engine.play(model, rows)
+        row = log.add(batch)
+        flat = _flat_metrics(row)
+        return {
+            "prompt_ids": [r.prompt_ids for r in batch.rollouts],
+            "completion_ids": [r.completion_ids for r in batch.rollouts],
+            "env_mask": [r.env_mask for r in batch.rollouts],
+            "logprobs": None,
+            "env_reward": [float(r.session.reward or 0.0) for r in batch.rollouts],
+            "a01gym_metrics": [flat] * len(batch.rollouts),
+        }
+
+    return rollout_func
+
+
+def _grpo_args(cfg: train_config.TrainConfig, out: Path, *, cpu: bool) -> Any:
+    from trl import GRPOConfig
+
+    defaults: dict[str, Any] = {
+        "output_dir": str(out / "checkpoints"),
+        "per_device_train_batch_size": 4,
+        "num_generations": 2,
+        "max_steps": 2,
+        "learning_rate": 1e-4,
+        "logging_steps": 1,
+        "save_strategy": "no",
+        "report_to": "trackio",
+        "project": cfg.trackio.project,
+        "run_name": cfg.trackio.run_name or out.name,
+        "seed": cfg.seed,
+        "disable_tqdm": True,
+        "activation_checkpointing": False,
+        "max_completion_length": cfg.rollout.max_completion_tokens,
+        "temperature": max(cfg.rollout.temperature, 1e-3),
+    }
+    if cpu:
+        defaults.update(use_cpu=True, bf16=False)
+    if cfg.generation != train_config.GenerationBackend.TRANSFORMERS:
+        defaults.update(use_vllm=True, vllm_mode=cfg.generation.value.removeprefix("vllm-"))
+        if cfg.vllm_server_url:
+            defaults["vllm_server_base_url"] = cfg.vllm_server_url
+    if cfg.rollout.path == train_config.RolloutPath.TRL:
+        defaults["max_tool_calling_iterations"] = cfg.rollout.max_turns
+    return GRPOConfig(**{**defaults, **cfg.grpo})
+
+
+def write_model_card(out: Path, cfg: train_config.TrainConfig, base: str, log: StepLog) -> None:
+    last = log.rows[-1] if log.rows else {}
+    card = f"""---
+library_name: peft
+base_model: {base}
+tags: [a01gym, grpo, lora, trl, access-control]
+---
+# a01gym GRPO LoRA adapter
+
+Trained with `a01gym train` (TRL GRPO + peft LoRA) on the a01gym environment: an agent finds and
+fixes broken access control (OWASP A01) in small FastAPI apps, rewarded only by the environment's
+hidden verifier (security x regression, minus penalties).
+
+- base model: `{base}`
+- scenarios: split `{cfg.data.split}`, families {cfg.data.families or "all"}, \
+difficulty {cfg.data.difficulty or "all"}, {cfg.data.seeds} seeds from {cfg.data.seed_start}
+- LoRA: r={cfg.lora.r}, alpha={cfg.lora.alpha}, modules {", ".join(cfg.lora.target_modules)}
+- GRPO steps logged: {len(log.rows)}; last step mean reward {last.get("reward_mean", "n/a")}
+
+Evaluate it on the held-out split with
+`a01gym eval --model {base} --adapter <this directory> --split eval`.
+"""
+    (out / "README.md").write_text(card, encoding="utf-8")
+
+
+def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -> Path:
+    """Run GRPO + LoRA and save the adapter; returns the run directory.
+
+    ``TRACKIO_DIR`` must be set (by the caller) before ``trl`` is first imported: Trackio reads
+    it at import time.
+    """
+    import torch
+    from peft import LoraConfig
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOTrainer
+
+    out = cfg.output_dir
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "config.yaml").write_text(yaml.safe_dump(cfg.resolved(), sort_keys=False))
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path)
+    args = _grpo_args(cfg, out, cpu=not torch.cuda.is_available())
+    lora = LoraConfig(
+        r=cfg.lora.r,
+        lora_alpha=cfg.lora.alpha,
+        lora_dropout=cfg.lora.dropout,
+        target_modules=cfg.lora.target_modules,
+        task_type="CAUSAL_LM",
+    )
+    log = StepLog(out)
+    engine = None
+    common: dict[str, Any] = {
+        "model": model,
+        "args": args,
+        "train_dataset": build_dataset(cfg),
+        "processing_class": tokenizer,
+        "peft_config": lora,
+    }
+    if cfg.rollout.path == train_config.RolloutPath.PARALLEL:
+        engine = rollouts.RolloutEngine(
+            tokenizer,
+            gateway_url,
+            max_turns=cfg.rollout.max_turns,
+            max_new_tokens=cfg.rollout.max_new_tokens,
+            max_completion_tokens=cfg.rollout.max_completion_tokens,
+            max_output_chars=cfg.rollout.max_output_chars,
+            temperature=cfg.rollout.temperature,
+        )
+        trainer = GRPOTrainer(
+            reward_funcs=[environment_reward],
+            rollout_func=make_rollout_func(engine, log),
+            **common,
+        )
+    else:
+        toolenv.A01ToolEnv.configure(gateway_url, max_output_chars=cfg.rollout.max_output_chars)
+        trainer = GRPOTrainer(reward_funcs=None, environment_factory=toolenv.A01ToolEnv, **common)
+    try:
+        trainer.train()
+    finally:
+        if engine is not None:
+            engine.close()
+    adapter = out / "adapter"
+    trainer.save_model(str(adapter))
+    tokenizer.save_pretrained(adapter)
+    write_model_card(adapter, cfg, model_path, log)
+    return out
