@@ -7,8 +7,9 @@ from typing import Annotated, Literal
 import typer
 
 from a01gym import __version__
-from a01gym.cli import demo, factory, operator, sandbox, serve
+from a01gym.cli import demo, factory, operator, report, sandbox, serve
 from a01gym.cli import eval as eval_cli
+from a01gym.cli import trajectories as trajectories_cli
 from a01gym.cli.logs import configure_logging
 from a01gym.errors import A01GymError
 
@@ -25,6 +26,8 @@ app.add_typer(sandbox.app, name="sandbox")
 app.command("serve")(serve.serve)
 app.command("eval")(eval_cli.eval_command)
 app.command("demo")(demo.demo_command)
+app.command("export-trajectories")(trajectories_cli.export_command)
+app.command("report")(report.report_command)
 
 
 @app.callback()

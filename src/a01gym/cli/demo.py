@@ -2,7 +2,8 @@
 
 Builds (or reuses) a small scenario cache with the offline factory, starts the gateway in this
 process on local sandboxes, runs the baseline agents over the held-out split through the real
-OpenEnv client, prints the comparison and writes ``runs/demo/``.
+OpenEnv client, prints the comparison and writes ``runs/demo/``, with its HTML report in
+``runs/demo/report/index.html``.
 """
 
 from __future__ import annotations
@@ -106,3 +107,4 @@ def demo_command(
         )
     _console.print(table)
     _console.print(f"wrote {files['markdown']}, {files['plot']} and transcripts under {runs_dir}")
+    _console.print(f"report: {files['html'].resolve().as_uri()}")

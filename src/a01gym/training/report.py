@@ -1,47 +1,363 @@
-"""Writes the demo/eval report: a Markdown summary, a reward plot (PNG) and the raw JSON.
+"""Writes run reports: the HTML page of ``a01gym report RUN_DIR`` and the demo's files.
 
-Reads only evaluation records (what the OpenEnv client saw at the terminal step), so a report
-can never contain hidden test definitions.
+:func:`write_html_report` reads a run directory (:mod:`a01gym.training.rundata`), draws its
+charts (:mod:`a01gym.training.charts`) and lays out one static page
+(:mod:`a01gym.training.htmlpage`) with training curves, base vs trained per family, the reward
+breakdown and a few transcripts. :func:`write_report` is the demo's: a Markdown summary, a plot,
+the raw JSON, and the same HTML page over the demo's agents.
+
+Reads only what clients saw (eval records, the gateway's public episode logs, rollouts), so a
+report never contains hidden test definitions.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime
 import json
-from collections.abc import Mapping, Sequence
+import statistics
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from a01gym.training.eval import EpisodeRecord, EvalSummary
+from a01gym.training import charts, htmlpage, rundata
 
-__all__ = ["write_report"]
+if TYPE_CHECKING:
+    from a01gym.training.eval import EpisodeRecord, EvalSummary
+
+__all__ = ["write_html_report", "write_report"]
+
+_SECTIONS = (
+    ("training", "Training"),
+    ("evaluation", "Evaluation"),
+    ("breakdown", "Reward breakdown"),
+    ("transcripts", "Transcripts"),
+    ("config", "Configuration"),
+)
+_PENALTIES = ("invalid_actions", "broken_app", "removed_routes", "steps")
 
 
-def _plot(path: Path, summaries: Sequence[EvalSummary]) -> None:
-    import matplotlib
+@dataclasses.dataclass(frozen=True)
+class _Table:
+    header: list[str]
+    rows: list[list[str]]
+    caption: str = ""
 
-    matplotlib.use("Agg")
-    from matplotlib import pyplot
 
-    families = sorted({f for s in summaries for f in s.per_family})
-    width = 0.8 / max(len(summaries), 1)
-    figure, axes = pyplot.subplots(figsize=(max(6.0, 1.1 * len(families) + 2), 4.0))
-    for index, summary in enumerate(summaries):
-        values = [summary.per_family.get(f, {}).get("mean_reward", 0.0) for f in families]
-        positions = [i + (index - (len(summaries) - 1) / 2) * width for i in range(len(families))]
-        axes.bar(
-            positions, values, width=width, label=f"{summary.agent} ({summary.mean_reward:.2f})"
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _pct(value: float) -> str:
+    return f"{value:.0%}"
+
+
+def _mean(values: Sequence[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+def _number(value: Any) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+# -- training --------------------------------------------------------------------------------
+def _training(run: rundata.RunData, out: Path) -> dict[str, Any] | None:
+    metrics = sorted(run.metrics, key=lambda row: _number(row.get("step")))
+    if not metrics:
+        return None
+    image = charts.training_curves(out / "training.png", metrics)
+    first, last = metrics[0], metrics[-1]
+    best = max(metrics, key=lambda row: _number(row.get("reward_mean")))
+    step_s = sum(_number(r.get("step_s")) for r in metrics) or 1.0
+    generation = sum(_number(r.get("generation_s")) for r in metrics) / step_s
+    env = sum(_number(r.get("env_s")) for r in metrics) / step_s
+    keys = ("reward_mean", "security_rate", "regression_rate", "resolved_rate")
+    keys += ("invalid_action_rate", "episode_length_mean")
+    summary = _Table(
+        ["metric", f"first (step {first.get('step')})", f"last (step {last.get('step')})"],
+        [[key, _fmt(first.get(key)), _fmt(last.get(key))] for key in keys],
+    )
+    best_text = f"{_number(best.get('reward_mean')):.3f} (step {best.get('step')})"
+    rate = _mean([_number(r.get("rollouts_per_s")) for r in metrics])
+    split = f"{generation:.0%} / {env:.0%} / {max(1 - generation - env, 0):.0%}"
+    summary.rows.extend(
+        [
+            ["best reward_mean", "", best_text],
+            ["rollouts per second (mean)", "", f"{rate:.2f}"],
+            ["step time: generation / environment / other", "", split],
+        ]
+    )
+    per_family = last.get("per_family") if isinstance(last.get("per_family"), dict) else {}
+    families = _Table(
+        ["family", "rollouts", "reward mean", "security rate", "regression rate"],
+        [
+            [
+                str(family),
+                _fmt(values.get("n")),
+                _fmt(values.get("reward_mean")),
+                _fmt(values.get("security_rate")),
+                _fmt(values.get("regression_rate")),
+            ]
+            for family, values in sorted(per_family.items())
+            if isinstance(values, dict)
+        ],
+    )
+    return {"image": image.name, "summary": summary, "families": families if per_family else None}
+
+
+# -- evaluation ------------------------------------------------------------------------------
+def _graded(label: rundata.EvalLabel) -> list[dict[str, Any]]:
+    return [r["breakdown"] for r in label.episodes if isinstance(r.get("breakdown"), dict)]
+
+
+def _evaluation(run: rundata.RunData, out: Path) -> dict[str, Any] | None:
+    labels = [label for label in run.labels if label.episodes]
+    if not labels:
+        return None
+    header = ["label", "episodes", "errors", "mean reward", "security pass"]
+    header += ["regression pass", "resolved", "mean steps"]
+    overall = _Table(header, [])
+    per_family: dict[str, dict[str, float]] = {}
+    for label in labels:
+        rows = label.episodes
+        n = len(rows)
+        overall.rows.append(
+            [
+                label.name,
+                str(n),
+                str(sum(bool(r.get("error")) for r in rows)),
+                f"{_mean([_number(r.get('reward')) for r in rows]):.3f}",
+                _pct(sum(_number(r.get("security")) == 1.0 for r in rows) / n),
+                _pct(sum(_number(r.get("regression")) == 1.0 for r in rows) / n),
+                _pct(sum(bool(r.get("resolved")) for r in rows) / n),
+                f"{_mean([_number(r.get('steps')) for r in rows]):.1f}",
+            ]
         )
-    axes.set_xticks(range(len(families)), families, rotation=30, ha="right")
-    axes.set_ylim(0, 1.05)
-    axes.set_ylabel("mean reward")
-    axes.set_title("a01gym: mean reward per family on the held-out split")
-    axes.axhline(0.2, color="grey", linestyle=":", linewidth=1)
-    axes.legend(loc="upper left", fontsize="small")
-    figure.tight_layout()
-    figure.savefig(path, dpi=110)
-    pyplot.close(figure)
+        families = sorted({str(r.get("family", "unknown")) for r in rows})
+        per_family[label.name] = {
+            f: _mean([_number(r.get("reward")) for r in rows if r.get("family", "unknown") == f])
+            for f in families
+        }
+    image = charts.family_bars(out / "families.png", per_family)
+    all_families = sorted({f for values in per_family.values() for f in values})
+    families_table = _Table(
+        ["family", *per_family],
+        [[f, *(_fmt(values.get(f)) for values in per_family.values())] for f in all_families],
+    )
+    return {"image": image.name, "overall": overall, "families": families_table}
 
 
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(value, dict):
+        return {prefix or "value": value}
+    flat: dict[str, Any] = {}
+    for key, inner in value.items():
+        flat.update(_flatten(inner, f"{prefix}.{key}" if prefix else str(key)))
+    return flat
+
+
+def _comparison(comparison: Mapping[str, Any] | None) -> list[_Table]:
+    """Each part of ``comparison.json`` as a table, whatever its nesting."""
+    if not comparison:
+        return []
+    tables = []
+    labels = comparison.get("labels")
+    for part in ("difference", "overall", "per_family"):
+        value = comparison.get(part)
+        if not isinstance(value, dict):
+            continue
+        if all(not isinstance(v, dict) for v in value.values()):
+            rows = {part: value}
+        else:
+            rows = {str(k): v for k, v in value.items()}
+        flat = {key: _flatten(inner) for key, inner in rows.items()}
+        columns = list(dict.fromkeys(c for inner in flat.values() for c in inner))
+        caption = part.replace("_", " ")
+        if part == "difference" and isinstance(labels, list) and len(labels) == 2:
+            caption = f"difference of mean reward, {labels[1]} minus {labels[0]}"
+        tables.append(
+            _Table(
+                ["", *columns],
+                [[key, *(_fmt(inner.get(c)) for c in columns)] for key, inner in flat.items()],
+                caption=caption,
+            )
+        )
+    return tables
+
+
+def _breakdown(run: rundata.RunData, out: Path) -> dict[str, Any] | None:
+    means: dict[str, dict[str, float]] = {}
+    header = ["label", "graded", "security", "regression", "score"]
+    header += [f"penalty: {p.replace('_', ' ')}" for p in _PENALTIES]
+    header += ["reward", "exploit tests blocked", "regression tests passing"]
+    table = _Table(header, [])
+    for label in run.labels:
+        graded = _graded(label)
+        if not graded:
+            continue
+
+        def mean(
+            get: Callable[[dict[str, Any]], Any], rows: list[dict[str, Any]] = graded
+        ) -> float:
+            return _mean([_number(get(b)) for b in rows])
+
+        penalties = {p: mean(lambda b, p=p: (b.get("penalties") or {}).get(p)) for p in _PENALTIES}
+        tests = [t for b in graded for t in b.get("tests") or [] if isinstance(t, dict)]
+        kinds = {
+            kind: [t for t in tests if t.get("kind") == kind] for kind in ("exploit", "regression")
+        }
+        means[label.name] = {
+            "security": mean(lambda b: b.get("security")),
+            "regression": mean(lambda b: b.get("regression")),
+            "score": mean(lambda b: b.get("score")),
+            "penalties": sum(penalties.values()),
+            "reward": mean(lambda b: b.get("reward")),
+        }
+        table.rows.append(
+            [
+                label.name,
+                str(len(graded)),
+                *(f"{means[label.name][k]:.3f}" for k in ("security", "regression", "score")),
+                *(f"{penalties[p]:.3f}" for p in _PENALTIES),
+                f"{means[label.name]['reward']:.3f}",
+                *(
+                    _pct(sum(bool(t.get("ok")) for t in found) / len(found)) if found else "–"
+                    for found in kinds.values()
+                ),
+            ]
+        )
+    if not means:
+        return None
+    image = charts.breakdown_bars(out / "breakdown.png", means)
+    return {"image": image.name, "table": table}
+
+
+# -- transcripts -----------------------------------------------------------------------------
+def _diff_lines(diff: str | None) -> list[tuple[str, str]] | None:
+    if diff is None:
+        return None
+    kinds = {"+": "add", "-": "del", "@": "hunk"}
+    return [
+        ("file" if line.startswith(("+++", "---")) else kinds.get(line[:1], "context"), line)
+        for line in diff.splitlines()
+    ]
+
+
+def _view(title: str, meta: Mapping[str, Any], transcript: rundata.Transcript) -> dict[str, Any]:
+    return {
+        "title": title,
+        "meta": ", ".join(f"{k} {_fmt(v)}" for k, v in meta.items() if v not in (None, "")),
+        "briefing": transcript.briefing,
+        "steps": transcript.steps,
+        "diff": _diff_lines(transcript.diff),
+    }
+
+
+def _pick(rows: Sequence[dict[str, Any]], count: int) -> list[dict[str, Any]]:
+    """The best and the worst episodes first, then the next best: a spread, not a sample."""
+    ranked = sorted(rows, key=lambda r: (-_number(r.get("reward")), _number(r.get("seed"))))
+    picked: list[dict[str, Any]] = []
+    while ranked and len(picked) < count:
+        picked.append(ranked.pop(0) if len(picked) % 2 == 0 else ranked.pop())
+    return picked
+
+
+def _episode_meta(row: Mapping[str, Any]) -> dict[str, Any]:
+    keys = ("seed", "family", "difficulty", "reward", "security", "regression", "steps")
+    meta = {key: row.get(key) for key in keys}
+    meta["scenario"] = str(row.get("scenario") or "")[:12]
+    meta["error"] = row.get("error")
+    return meta
+
+
+def _transcripts(run: rundata.RunData, per_label: int) -> tuple[list[dict[str, Any]], str | None]:
+    views: list[dict[str, Any]] = []
+    missing = 0
+    taken: set[Path] = set()
+    for label in run.labels:
+        for row in _pick(label.episodes, per_label):
+            directory = rundata.find_episode_dir(run.root, row, taken=taken)
+            diff = rundata.episode_transcript(directory).diff if directory else None
+            if isinstance(row.get("messages"), list):
+                transcript = rundata.message_transcript(
+                    row["messages"], diff=diff, source=f"{label.name} chat"
+                )
+            elif directory is not None:
+                transcript = rundata.episode_transcript(directory)
+            else:
+                missing += 1
+                continue
+            title = f"{label.name}: seed {row.get('seed')}, reward {_fmt(row.get('reward'))}"
+            views.append(_view(title, _episode_meta(row), transcript))
+    if run.rollouts:
+        last = max(_number(r.get("step")) for r in run.rollouts)
+        rows = [r for r in run.rollouts if _number(r.get("step")) == last]
+        for row in _pick(rows, per_label):
+            if not isinstance(row.get("messages"), list):
+                continue
+            transcript = rundata.message_transcript(row["messages"], diff=None, source="rollout")
+            title = f"GRPO step {row.get('step')} rollout: seed {row.get('seed')}, reward " + _fmt(
+                row.get("reward")
+            )
+            meta = {**_episode_meta(row), "failure": row.get("failure")}
+            views.append(_view(title, meta, transcript))
+    note = (
+        f"{missing} chosen episode(s) had neither chat messages nor a gateway log to show."
+        if missing
+        else None
+    )
+    return views, note
+
+
+# -- the page --------------------------------------------------------------------------------
+def write_html_report(
+    run_dir: Path, out: Path | None = None, *, transcripts_per_label: int = 2
+) -> Path:
+    """Write ``index.html`` and its PNGs for the run in ``run_dir``.
+
+    Args:
+        run_dir: a training or eval run directory; any part of it may be missing.
+        out: where the page goes; ``run_dir/report`` by default.
+        transcripts_per_label: episodes shown per eval label (and rollouts of the last step).
+
+    Returns:
+        The path of ``index.html``.
+
+    Raises:
+        FileNotFoundError: when ``run_dir`` is not a directory.
+    """
+    run = rundata.load_run(run_dir)
+    out = out if out is not None else run_dir / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    views, missing = _transcripts(run, transcripts_per_label)
+    context = {
+        "title": run_dir.resolve().name,
+        "generated": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "sections": _SECTIONS,
+        "notes": run.notes,
+        "training": _training(run, out),
+        "evaluation": _evaluation(run, out),
+        "comparison": _comparison(run.comparison),
+        "breakdown": _breakdown(run, out),
+        "transcripts": views,
+        "missing_transcripts": missing,
+        "config": run.config_text,
+    }
+    page = out / "index.html"
+    page.write_text(htmlpage.render(context), encoding="utf-8")
+    return page
+
+
+# -- the demo --------------------------------------------------------------------------------
 def _markdown(summaries: Sequence[EvalSummary], runs_dir: Path) -> str:
     lines = [
         "# a01gym demo",
@@ -87,7 +403,8 @@ def write_report(
     *,
     runs_dir: Path,
 ) -> dict[str, Path]:
-    """Write ``summary.md``, ``reward.png``, ``summary.json`` and ``episodes.jsonl`` to ``out``.
+    """Write the demo's ``summary.md``, ``reward.png``, ``summary.json``, ``episodes.jsonl``,
+    ``eval/<agent>/`` (the run layout) and the HTML report ``report/index.html`` to ``out``.
 
     Returns:
         The written files by kind.
@@ -100,7 +417,15 @@ def write_report(
         "episodes": out / "episodes.jsonl",
     }
     files["markdown"].write_text(_markdown(summaries, runs_dir), encoding="utf-8")
-    _plot(files["plot"], summaries)
+    charts.family_bars(
+        files["plot"],
+        {
+            f"{s.agent} ({s.mean_reward:.2f})": {
+                family: values["mean_reward"] for family, values in s.per_family.items()
+            }
+            for s in summaries
+        },
+    )
     files["json"].write_text(
         json.dumps([dataclasses.asdict(s) for s in summaries], indent=2), encoding="utf-8"
     )
@@ -108,4 +433,17 @@ def write_report(
         for agent, agent_records in records.items():
             for record in agent_records:
                 handle.write(json.dumps({"agent": agent, **dataclasses.asdict(record)}) + "\n")
+    for summary in summaries:
+        label = out / "eval" / summary.agent
+        label.mkdir(parents=True, exist_ok=True)
+        (label / "summary.json").write_text(
+            json.dumps(dataclasses.asdict(summary), indent=2), encoding="utf-8"
+        )
+        (label / "episodes.jsonl").write_text(
+            "".join(
+                json.dumps(dataclasses.asdict(r)) + "\n" for r in records.get(summary.agent, ())
+            ),
+            encoding="utf-8",
+        )
+    files["html"] = write_html_report(out, transcripts_per_label=1)
     return files

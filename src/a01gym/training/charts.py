@@ -1,0 +1,113 @@
+"""The report's PNG charts, drawn with matplotlib's object API (Agg, no pyplot state).
+
+Pure functions from plain numbers to a PNG file, so :mod:`a01gym.training.report` decides what
+to show and this module only how. ``Figure`` objects are never registered with pyplot, so
+drawing many charts in one process leaks nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+__all__ = ["breakdown_bars", "family_bars", "training_curves"]
+
+_DPI = 110
+
+
+def _save(figure: Figure, path: Path) -> Path:
+    figure.savefig(path, dpi=_DPI, format="png")
+    return path
+
+
+def _grouped(
+    figure: Figure, axes: Any, groups: Sequence[str], series: Mapping[str, Sequence[float]]
+) -> None:
+    width = 0.8 / max(len(series), 1)
+    for index, (name, values) in enumerate(series.items()):
+        offset = (index - (len(series) - 1) / 2) * width
+        axes.bar([i + offset for i in range(len(groups))], values, width=width, label=name)
+    axes.set_xticks(range(len(groups)), groups, rotation=30, ha="right")
+    figure.legend(loc="outside right upper", fontsize="small")
+
+
+def family_bars(path: Path, per_label: Mapping[str, Mapping[str, float]]) -> Path:
+    """Mean reward per family, one bar per label (base vs trained, or the demo's agents).
+
+    Args:
+        path: the PNG to write.
+        per_label: ``{label: {family: mean reward}}``; a family a label lacks draws as 0.
+    """
+    families = sorted({f for values in per_label.values() for f in values})
+    figure = Figure(figsize=(max(6.0, 1.1 * len(families) + 2), 4.0), layout="constrained")
+    axes = figure.add_subplot()
+    _grouped(
+        figure,
+        axes,
+        families,
+        {label: [values.get(f, 0.0) for f in families] for label, values in per_label.items()},
+    )
+    axes.set_ylim(0, 1.05)
+    axes.set_ylabel("mean reward")
+    axes.set_title("mean reward per family")
+    axes.axhline(0.2, color="grey", linestyle=":", linewidth=1)
+    return _save(figure, path)
+
+
+def breakdown_bars(path: Path, per_label: Mapping[str, Mapping[str, float]]) -> Path:
+    """The mean reward components per label: security, regression, score, penalties, reward."""
+    components = ["security", "regression", "score", "penalties", "reward"]
+    figure = Figure(figsize=(7.0, 3.8), layout="constrained")
+    axes = figure.add_subplot()
+    _grouped(
+        figure,
+        axes,
+        components,
+        {label: [values.get(c, 0.0) for c in components] for label, values in per_label.items()},
+    )
+    axes.set_ylim(0, 1.05)
+    axes.set_ylabel("mean over episodes")
+    axes.set_title("reward breakdown")
+    return _save(figure, path)
+
+
+def training_curves(path: Path, metrics: Sequence[Mapping[str, Any]]) -> Path:
+    """Reward (mean ± std), pass rates and the time split of each GRPO step."""
+
+    def column(key: str) -> list[float]:
+        return [float(row.get(key) or 0.0) for row in metrics]
+
+    steps = [int(row.get("step", index)) for index, row in enumerate(metrics)]
+    figure = Figure(figsize=(11.0, 3.6), layout="constrained")
+    reward, rates, timing = figure.subplots(1, 3)
+    mean, std = column("reward_mean"), column("reward_std")
+    reward.plot(steps, mean, marker="o", label="reward mean")
+    low = [m - s for m, s in zip(mean, std, strict=True)]
+    high = [m + s for m, s in zip(mean, std, strict=True)]
+    reward.fill_between(steps, low, high, alpha=0.2, label="± std")
+    for axes in (reward, rates, timing):
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    reward.set_title("reward")
+    reward.set_xlabel("GRPO step")
+    reward.legend(fontsize="small")
+    for key in ("security_rate", "regression_rate", "resolved_rate", "invalid_action_rate"):
+        rates.plot(steps, column(key), marker=".", label=key.removesuffix("_rate"))
+    rates.set_ylim(-0.02, 1.02)
+    rates.set_title("rates")
+    rates.set_xlabel("GRPO step")
+    rates.legend(fontsize="small")
+    generation, env, total = column("generation_s"), column("env_s"), column("step_s")
+    other = [max(t - g - e, 0.0) for t, g, e in zip(total, generation, env, strict=True)]
+    timing.bar(steps, generation, label="generation")
+    timing.bar(steps, env, bottom=generation, label="environment")
+    timing.bar(
+        steps, other, bottom=[g + e for g, e in zip(generation, env, strict=True)], label="other"
+    )
+    timing.set_title("seconds per step")
+    timing.set_xlabel("GRPO step")
+    timing.legend(fontsize="small")
+    return _save(figure, path)
