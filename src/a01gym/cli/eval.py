@@ -55,6 +55,14 @@ def make_agent_factory(
 
         source = open_source(cache)
         return lambda: agents.ReferenceAgent(source)
+    if agent == "solver":
+        if cache is None:
+            raise ConfigError("--cache", "the solver agent reads fixes from the scenario cache")
+        from a01gym.env.sampler import open_source
+        from a01gym.training import solver
+
+        source = open_source(cache)
+        return lambda: solver.SolverAgent(source)
     if agent == "openai":
         if not model:
             raise ConfigError("--model", "the openai agent needs a model name")

@@ -320,6 +320,7 @@ class A01Environment:
                 split=entry.split,
                 briefing=briefing[0],
                 ms=(time.perf_counter() - started) * 1000,
+                observation=StepOutcome(observation).wire()["observation"],
             )
         logger.info(
             "episode %s started on scenario %s", episode_id, bundle.manifest.content_hash[:12]

@@ -65,7 +65,17 @@ class EpisodeLog:
         except OSError as exc:
             logger.warning("transcript write failed: %s", exc)
 
-    def reset(self, *, scenario: str, seed: int, split: str, briefing: str, ms: float) -> None:
+    def reset(
+        self,
+        *,
+        scenario: str,
+        seed: int,
+        split: str,
+        briefing: str,
+        ms: float,
+        observation: dict[str, Any] | None = None,
+    ) -> None:
+        """Record the episode's start; ``observation`` (what the agent saw) feeds SFT export."""
         self._append(
             {
                 "type": "reset",
@@ -75,6 +85,7 @@ class EpisodeLog:
                 "seed": seed,
                 "split": split,
                 "ms": round(ms, 3),
+                "observation": observation,
             }
         )
         self._say(f"# Episode {self.episode_id}\n\nscenario `{scenario}`\n\n{briefing}\n\n")

@@ -34,7 +34,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-AGENT_NAMES = ("noop", "deny-all", "reference", "openai")
+AGENT_NAMES = ("noop", "deny-all", "reference", "solver", "openai")
 
 Action = dict[str, Any]
 Observation = dict[str, Any]
