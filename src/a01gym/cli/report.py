@@ -23,8 +23,7 @@ def report_command(
     run_dir: Annotated[
         Path,
         typer.Argument(
-            exists=True,
-            file_okay=False,
+            metavar="RUN_DIR",
             help="A run directory written by `a01gym train` or `a01gym eval`.",
         ),
     ],
@@ -37,6 +36,12 @@ def report_command(
     ] = 2,
 ) -> None:
     """Write one static HTML page: reward curves, base vs trained, breakdown, transcripts."""
+    if not run_dir.is_dir():
+        raise ConfigError(
+            "RUN_DIR",
+            f"{run_dir} is not a directory",
+            hint="pass the --out directory of an `a01gym train` or `a01gym eval` run",
+        )
     try:
         from a01gym.training import report
     except ImportError as exc:
