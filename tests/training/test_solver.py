@@ -1,0 +1,186 @@
+"""The scripted solver: minimal edit hunks, and reward 1.0 on real scenarios through the gateway."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from openenv.core.generic_client import GenericEnvClient
+
+from a01gym.cli import eval as eval_cli
+from a01gym.config import GatewaySettings
+from a01gym.env import environment, sampler
+from a01gym.env.logger import RunLogger
+from a01gym.errors import ConfigError
+from a01gym.factory import pipeline
+from a01gym.gateway import app as gateway_app
+from a01gym.gateway import server
+from a01gym.sandbox.local import LocalBackend
+from a01gym.training import solver
+
+FIXTURE = Path(__file__).parents[1] / "fixtures" / "idor_notes"
+
+
+def _apply(text: str, hunks: list[solver.Hunk]) -> str:
+    """Apply hunks the way the sandbox's edit_file does, refusing a missing or ambiguous ``old``."""
+    for hunk in hunks:
+        assert text.count(hunk.old) == 1, hunk.old
+        text = text.replace(hunk.old, hunk.new, 1)
+    return text
+
+
+# -- edit_hunks ------------------------------------------------------------------------------
+def test_edit_hunks_grow_context_until_old_is_unique() -> None:
+    original = "def a():\n    return load(x)\n\n\ndef b():\n    return load(x)\n"
+    target = original.replace("def b():\n    return load(x)", "def b():\n    return check(x)")
+    [hunk] = solver.edit_hunks(original, target)
+    assert hunk.old == "def b():\n    return load(x)\n"
+    assert hunk.new == "def b():\n    return check(x)\n"
+    assert (hunk.first_line, hunk.last_line) == (5, 6)
+    assert _apply(original, [hunk]) == target
+
+
+def test_edit_hunks_insert_delete_and_keep_a_missing_final_newline() -> None:
+    lines = [f"line {n}\n" for n in range(40)]
+    original = "".join(lines) + "tail"
+    target = (
+        "".join([*lines[:5], "inserted\n", *lines[5:20], *lines[22:39]]) + "changed 39\n" + "tail"
+    )
+    hunks = solver.edit_hunks(original, target)
+    assert len(hunks) == 3
+    assert all(h.old for h in hunks)
+    assert _apply(original, hunks) == target
+
+
+def test_edit_hunks_merge_close_changes_into_one_edit() -> None:
+    original = "a = 1\nb = 2\nc = 3\nd = 4\n"
+    target = "a = 10\nb = 2\nc = 30\nd = 4\n"
+    assert len(solver.edit_hunks(original, target, gap=2)) == 1
+    assert len(solver.edit_hunks(original, target, gap=0)) == 2
+
+
+def test_edit_hunks_remove_names_after_the_code_that_uses_them() -> None:
+    original = (
+        "from pydantic import BaseModel, ConfigDict, Field\n\n\n"
+        "class A(BaseModel):\n    model_config = ConfigDict(extra='allow')\n\n    x: int\n"
+        "\n\nclass B(BaseModel):\n    model_config = ConfigDict(extra='allow')\n\n    y: int\n"
+    )
+    target = (
+        "from pydantic import BaseModel, Field\n\n\n"
+        "class A(BaseModel):\n    x: int\n\n\nclass B(BaseModel):\n    y: int\n"
+    )
+    hunks = solver.edit_hunks(original, target)
+    assert "import" in hunks[-1].old and hunks[-1].unbinds
+    # every intermediate file still imports what it uses
+    text = original
+    for hunk in hunks:
+        text = _apply(text, [hunk])
+        assert "ConfigDict(" not in text or "ConfigDict, Field" in text
+    assert text == target
+
+
+def test_edit_hunks_refuse_when_no_unique_context_exists() -> None:
+    with pytest.raises(ValueError, match="no unique context"):
+        solver.edit_hunks("\n\n", "\n\n\n")
+
+
+def test_eval_registry_builds_the_solver_and_needs_a_cache() -> None:
+    make = eval_cli.make_agent_factory(
+        "solver", cache=FIXTURE, model=None, base_url=None, api_key_env="X"
+    )
+    assert isinstance(make(), solver.SolverAgent)
+    with pytest.raises(ConfigError, match="scenario cache"):
+        eval_cli.make_agent_factory(
+            "solver", cache=None, model=None, base_url=None, api_key_env="X"
+        )
+
+
+# -- real scenarios through the gateway ------------------------------------------------------
+@pytest.fixture(scope="module")
+def demo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A demo-size cache (what `a01gym demo` builds by default: 50 scenarios, 13 families)."""
+    path = tmp_path_factory.mktemp("cache") / "demo"
+    summary = pipeline.build_demo(path, count=50, seed=0)
+    assert summary.admitted >= 40, summary
+    return path
+
+
+@pytest_asyncio.fixture
+async def gateway(demo_cache: Path, tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
+    runs = tmp_path / "runs"
+    async with LocalBackend(pool_size=2) as backend:
+        runtime = environment.EnvRuntime(
+            backend=backend,
+            sampler=sampler.CurriculumSampler(sampler.open_source(demo_cache)),
+            logger=RunLogger(runs),
+        )
+        deps = gateway_app.runtime_deps(runtime, own_backend=False)
+        app = gateway_app.create_app(GatewaySettings(runs_dir=runs), deps=deps)
+        async with server.background(app) as url:
+            yield url, runs
+
+
+async def _play(url: str, source: sampler.ScenarioSource, hashes: list[str]) -> dict[str, float]:
+    """One solver episode per scenario hash, three sessions at a time; reward per hash."""
+    rewards: dict[str, float] = {}
+    queue = list(hashes)
+
+    async def worker() -> None:
+        async with GenericEnvClient(base_url=url, message_timeout_s=300) as env:
+            while queue:
+                digest = queue.pop()
+                result = await env.reset(scenario=digest, split="train")
+                agent = solver.SolverAgent(source)
+                await agent.start(result.observation)
+                for _ in range(60):
+                    result = await env.step(await agent.act(result.observation))
+                    if result.done:
+                        break
+                rewards[digest] = float(result.reward) if result.done else -1.0
+
+    await asyncio.gather(*(worker() for _ in range(3)))
+    return rewards
+
+
+@pytest.mark.slow
+async def test_solver_resolves_every_train_scenario_with_small_edits(
+    demo_cache: Path, gateway: tuple[str, Path]
+) -> None:
+    url, runs = gateway
+    source = sampler.open_source(demo_cache)
+    train = [e.hash for e in source.entries(split="train")]
+    assert len(train) >= 25
+
+    rewards = await _play(url, source, train)
+
+    assert rewards == dict.fromkeys(train, 1.0)
+    logs = sorted(runs.glob("episodes/*/steps.jsonl"))
+    assert len(logs) == len(train)
+    edited_chars = file_chars = 0
+    for log in logs:
+        records = [json.loads(line) for line in log.read_text().splitlines()]
+        bundle = source.load(records[0]["scenario"])
+        actions = [r["action"] for r in records if r["type"] == "step"]
+        tools = [a["tool"] for a in actions]
+        assert tools[0] == "run_tests" and "read_file" in tools
+        assert tools[-2:] == ["run_tests", "submit"]
+        errors = [r["observation"]["error"] for r in records if r["type"] == "step"]
+        assert errors == [None] * len(errors), errors  # never a failed edit or a broken restart
+        for action in actions:
+            if action["tool"] == "write_file":
+                assert action["path"] not in bundle.workspace  # only for files the fix adds
+        per_file: dict[str, int] = {}
+        for action in actions:
+            if action["tool"] == "edit_file":
+                size = len(action["old"]) + len(action["new"])
+                per_file[action["path"]] = per_file.get(action["path"], 0) + size
+        assert per_file, f"{log}: no edit_file"
+        for path, size in per_file.items():
+            assert size < 0.5 * len(bundle.workspace[path]), (path, size)
+            edited_chars += size
+            file_chars += len(bundle.workspace[path])
+    assert edited_chars < 0.2 * file_chars
