@@ -221,3 +221,12 @@ def test_demo_report_shows_every_agent_with_a_transcript(real_run: Path, tmp_pat
     assert "noop: seed" in page and "reference: seed" in page
     assert "+++ b/app/routers/notes.py" in page  # the reference fix, from the gateway's log
     assert (out / "eval" / "reference" / "summary.json").is_file()
+
+
+def test_control_characters_in_model_text_show_as_escapes() -> None:
+    messages = [
+        {"role": "assistant", "content": "a\x07b\tc"},
+        {"role": "tool", "content": "\x1b[0m"},
+    ]
+    (step,) = rundata.message_transcript(messages, diff=None, source="chat").steps
+    assert (step.action, step.output) == ("a\\x07b\tc", "\\x1b[0m")

@@ -106,7 +106,9 @@ regression (the score) minus penalties, failing closed.</p>
 <details class="transcript"{% if loop.first %} open{% endif %}>
 <summary>{{ t.title }}</summary>
 <p class="meta">{{ t.meta }}</p>
-{% if t.briefing %}<h4>Briefing</h4><pre>{{ t.briefing }}</pre>{% endif %}
+{% if t.briefing %}
+<details class="briefing"><summary>Briefing</summary><pre>{{ t.briefing }}</pre></details>
+{% endif %}
 {% for step in t.steps %}
 <div class="step">
 <strong>Step {{ loop.index }}: action</strong>

@@ -304,11 +304,14 @@ def _transcripts(run: rundata.RunData, per_label: int) -> tuple[list[dict[str, A
         for row in _pick(rows, per_label):
             if not isinstance(row.get("messages"), list):
                 continue
-            transcript = rundata.message_transcript(row["messages"], diff=None, source="rollout")
+            directory = rundata.find_episode_dir(run.root, row, taken=taken)
+            diff = rundata.episode_transcript(directory).diff if directory else None
+            transcript = rundata.message_transcript(row["messages"], diff=diff, source="rollout")
             title = f"GRPO step {row.get('step')} rollout: seed {row.get('seed')}, reward " + _fmt(
                 row.get("reward")
             )
-            meta = {**_episode_meta(row), "failure": row.get("failure")}
+            meta = {**_episode_meta(row), "actions": row.get("actions")}
+            meta["failure"] = row.get("failure")
             views.append(_view(title, meta, transcript))
     note = (
         f"{missing} chosen episode(s) had neither chat messages nor a gateway log to show."

@@ -179,6 +179,8 @@ def find_episode_dir(root: Path, record: Mapping[str, Any], *, taken: set[Path])
     """
     episode_id = record.get("episode_id")
     breakdown = record.get("breakdown")
+    if not episode_id and not isinstance(breakdown, dict):
+        return None
     for directory in _episode_dirs(root):
         if directory in taken:
             continue
@@ -190,8 +192,7 @@ def find_episode_dir(root: Path, record: Mapping[str, Any], *, taken: set[Path])
             except (OSError, ValueError):
                 continue
             matched = (
-                isinstance(breakdown, dict)
-                and summary.get("seed") == record.get("seed")
+                summary.get("seed") == record.get("seed")
                 and summary.get("reward_breakdown") == breakdown
             )
         if matched:
@@ -200,7 +201,12 @@ def find_episode_dir(root: Path, record: Mapping[str, Any], *, taken: set[Path])
     return None
 
 
+# C0 controls other than tab and newlines (a small model's replies hold some) shown as \xNN.
+_CONTROLS = {c: f"\\x{c:02x}" for c in (*range(0x09), 0x0B, 0x0C, *range(0x0E, 0x20), 0x7F)}
+
+
 def _clip(text: str) -> str:
+    text = text.translate(_CONTROLS)
     return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + "\n… (truncated)"
 
 
@@ -272,7 +278,7 @@ def message_transcript(messages: list[Any], *, diff: str | None, source: str) ->
         role, content = message.get("role"), str(message.get("content") or "")
         if role == "assistant":
             flush()
-            action = "\n".join(filter(None, [content.strip(), *_tool_calls(message)]))
+            action = _clip("\n".join(filter(None, [content.strip(), *_tool_calls(message)])))
             outputs = []
         elif role == "user" and briefing is None and action is None:
             briefing = _clip(content)
