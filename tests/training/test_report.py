@@ -126,10 +126,20 @@ def test_records_find_their_own_log_when_agents_share_a_runs_dir(tmp_path: Path)
 def test_log_transcript_keeps_each_action_its_output_and_error(tmp_path: Path) -> None:
     directory = _log(tmp_path, "e1", seed=0, breakdown=_breakdown(0.0, 1.0), diff="")
     transcript = rundata.episode_transcript(directory)
-    assert [json.loads(s.action)["tool"] for s in transcript.steps] == ["read_file", "nope"]
+    assert [s.action for s in transcript.steps] == ['read_file(path="app/main.py")', "nope()"]
     assert transcript.steps[0].output.startswith("source <script>")
     assert transcript.steps[1].error == "bad_request: no tool"
     assert transcript.diff == ""
+
+
+def test_a_written_file_shows_as_plain_text_under_its_action(tmp_path: Path) -> None:
+    directory = _log(tmp_path, "e1", seed=0, breakdown=_breakdown(0.0, 1.0), diff="")
+    action = {"tool": "write_file", "path": "app/x.py", "content": "a = 1\nb = 2\n"}
+    row = {"type": "step", "step": 3, "action": action, "observation": {"output": "ok"}}
+    with (directory / "steps.jsonl").open("a") as handle:
+        handle.write(json.dumps(row) + "\n")
+    step = rundata.episode_transcript(directory).steps[-1]
+    assert step.action == 'write_file(path="app/x.py")\ncontent:\na = 1\nb = 2\n'
 
 
 def test_chat_transcript_pairs_each_assistant_turn_with_the_tool_replies() -> None:

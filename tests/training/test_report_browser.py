@@ -102,6 +102,6 @@ def test_report_shows_real_episodes_and_agent_text_as_text(browser: Any, page: P
     ]
     assert titles[4].startswith("GRPO step 3 rollout")
     transcripts = browser.find_element(By.ID, "transcripts").get_attribute("textContent")
-    assert '"tool": "write_file"' in transcripts
+    assert 'write_file(path="app/routers/notes.py")\ncontent:\n' in transcripts
     assert "+++ b/app/routers/notes.py" in transcripts
     assert '<script>console.error("xss")</script>' in transcripts  # shown, not run

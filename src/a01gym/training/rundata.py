@@ -217,6 +217,21 @@ def _read_text(path: Path) -> str | None:
         return None
 
 
+def _format_action(action: Any) -> str:
+    """``tool(arg="short", …)``, then each long or multi-line argument (a file) as plain text."""
+    if not isinstance(action, dict):
+        return _clip(json.dumps(action, ensure_ascii=False, default=str))
+    short, long = [], []
+    for key, value in action.items():
+        if key == "tool":
+            continue
+        if isinstance(value, str) and ("\n" in value or len(value) > 80):
+            long.append(f"{key}:\n{_clip(value)}")
+        else:
+            short.append(f"{key}={json.dumps(value, ensure_ascii=False, default=str)}")
+    return "\n".join([_clip(f"{action.get('tool')}({', '.join(short)})"), *long])
+
+
 def episode_transcript(directory: Path) -> Transcript:
     """A transcript from a gateway episode log (``steps.jsonl`` and ``diff.patch``)."""
     rows, _ = read_jsonl(directory / "steps.jsonl")
@@ -229,7 +244,7 @@ def episode_transcript(directory: Path) -> Transcript:
         error = observation.get("error")
         steps.append(
             Step(
-                action=json.dumps(row.get("action"), ensure_ascii=False, indent=1, default=str),
+                action=_format_action(row.get("action")),
                 output=_clip(str(observation.get("output", ""))),
                 error=f"{error.get('code')}: {error.get('message')}"
                 if isinstance(error, dict)
