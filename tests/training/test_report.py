@@ -178,12 +178,12 @@ def test_an_empty_run_dir_gives_a_page_that_says_what_is_missing(tmp_path: Path)
 def test_unreadable_lines_are_skipped_and_counted(tmp_path: Path) -> None:
     write_training(tmp_path, steps=2)
     with (tmp_path / "metrics.jsonl").open("a") as handle:
-        handle.write('{"step": 2, "reward_mean": \n[1, 2]\n')
+        handle.write('{"step": 2, "reward_mean": \n[1, 2]\n{"step": 2, "reward_mean": "n/a"}\n')
     (tmp_path / "eval" / "comparison.json").write_text("{not json")
     page = report.write_html_report(tmp_path).read_text()
     assert "2 unreadable line(s) in metrics.jsonl were skipped" in page
     assert "comparison.json is not valid JSON" in page
-    assert "last (step 1)" in page
+    assert "last (step 2)" in page and "<td>n/a</td>" in page
     assert (tmp_path / "report" / "training.png").read_bytes()[:8] == PNG
 
 

@@ -14,6 +14,8 @@ from typing import Any
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from a01gym.training import rundata
+
 __all__ = ["breakdown_bars", "family_bars", "training_curves"]
 
 _DPI = 110
@@ -79,9 +81,9 @@ def training_curves(path: Path, metrics: Sequence[Mapping[str, Any]]) -> Path:
     """Reward (mean ± std), pass rates and the time split of each GRPO step."""
 
     def column(key: str) -> list[float]:
-        return [float(row.get(key) or 0.0) for row in metrics]
+        return [rundata.as_float(row.get(key)) for row in metrics]
 
-    steps = [int(row.get("step", index)) for index, row in enumerate(metrics)]
+    steps = [int(rundata.as_float(row.get("step", index))) for index, row in enumerate(metrics)]
     figure = Figure(figsize=(11.0, 3.6), layout="constrained")
     reward, rates, timing = figure.subplots(1, 3)
     mean, std = column("reward_mean"), column("reward_std")

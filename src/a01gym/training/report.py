@@ -62,37 +62,32 @@ def _mean(values: Sequence[float]) -> float:
     return statistics.fmean(values) if values else 0.0
 
 
-def _number(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return 0.0
-
-
 # -- training --------------------------------------------------------------------------------
 def _training(run: rundata.RunData, out: Path) -> dict[str, Any] | None:
-    metrics = sorted(run.metrics, key=lambda row: _number(row.get("step")))
+    metrics = sorted(run.metrics, key=lambda row: rundata.as_float(row.get("step")))
     if not metrics:
         return None
     image = charts.training_curves(out / "training.png", metrics)
     first, last = metrics[0], metrics[-1]
-    best = max(metrics, key=lambda row: _number(row.get("reward_mean")))
-    step_s = sum(_number(r.get("step_s")) for r in metrics) or 1.0
-    generation = sum(_number(r.get("generation_s")) for r in metrics) / step_s
-    env = sum(_number(r.get("env_s")) for r in metrics) / step_s
+    best = max(metrics, key=lambda row: rundata.as_float(row.get("reward_mean")))
+    step_s = sum(rundata.as_float(r.get("step_s")) for r in metrics) or 1.0
+    generation = sum(rundata.as_float(r.get("generation_s")) for r in metrics) / step_s
+    env = sum(rundata.as_float(r.get("env_s")) for r in metrics) / step_s
     keys = ("reward_mean", "security_rate", "regression_rate", "resolved_rate")
     keys += ("invalid_action_rate", "episode_length_mean")
     summary = _Table(
         ["metric", f"first (step {first.get('step')})", f"last (step {last.get('step')})"],
         [[key, _fmt(first.get(key)), _fmt(last.get(key))] for key in keys],
     )
-    best_text = f"{_number(best.get('reward_mean')):.3f} (step {best.get('step')})"
-    rate = _mean([_number(r.get("rollouts_per_s")) for r in metrics])
+    best_text = f"{rundata.as_float(best.get('reward_mean')):.3f} (step {best.get('step')})"
+    rate = _mean([rundata.as_float(r.get("rollouts_per_s")) for r in metrics])
+    failed = int(sum(rundata.as_float(r.get("failed_episodes")) for r in metrics))
     split = f"{generation:.0%} / {env:.0%} / {max(1 - generation - env, 0):.0%}"
     summary.rows.extend(
         [
             ["best reward_mean", "", best_text],
             ["rollouts per second (mean)", "", f"{rate:.2f}"],
+            ["failed episodes (all steps)", "", str(failed)],
             ["step time: generation / environment / other", "", split],
         ]
     )
@@ -135,16 +130,18 @@ def _evaluation(run: rundata.RunData, out: Path) -> dict[str, Any] | None:
                 label.name,
                 str(n),
                 str(sum(bool(r.get("error")) for r in rows)),
-                f"{_mean([_number(r.get('reward')) for r in rows]):.3f}",
-                _pct(sum(_number(r.get("security")) == 1.0 for r in rows) / n),
-                _pct(sum(_number(r.get("regression")) == 1.0 for r in rows) / n),
+                f"{_mean([rundata.as_float(r.get('reward')) for r in rows]):.3f}",
+                _pct(sum(rundata.as_float(r.get("security")) == 1.0 for r in rows) / n),
+                _pct(sum(rundata.as_float(r.get("regression")) == 1.0 for r in rows) / n),
                 _pct(sum(bool(r.get("resolved")) for r in rows) / n),
-                f"{_mean([_number(r.get('steps')) for r in rows]):.1f}",
+                f"{_mean([rundata.as_float(r.get('steps')) for r in rows]):.1f}",
             ]
         )
         families = sorted({str(r.get("family", "unknown")) for r in rows})
         per_family[label.name] = {
-            f: _mean([_number(r.get("reward")) for r in rows if r.get("family", "unknown") == f])
+            f: _mean(
+                [rundata.as_float(r.get("reward")) for r in rows if r.get("family", "unknown") == f]
+            )
             for f in families
         }
     image = charts.family_bars(out / "families.png", per_family)
@@ -208,7 +205,7 @@ def _breakdown(run: rundata.RunData, out: Path) -> dict[str, Any] | None:
         def mean(
             get: Callable[[dict[str, Any]], Any], rows: list[dict[str, Any]] = graded
         ) -> float:
-            return _mean([_number(get(b)) for b in rows])
+            return _mean([rundata.as_float(get(b)) for b in rows])
 
         penalties = {p: mean(lambda b, p=p: (b.get("penalties") or {}).get(p)) for p in _PENALTIES}
         tests = [t for b in graded for t in b.get("tests") or [] if isinstance(t, dict)]
@@ -264,7 +261,9 @@ def _view(title: str, meta: Mapping[str, Any], transcript: rundata.Transcript) -
 
 def _pick(rows: Sequence[dict[str, Any]], count: int) -> list[dict[str, Any]]:
     """The best and the worst episodes first, then the next best: a spread, not a sample."""
-    ranked = sorted(rows, key=lambda r: (-_number(r.get("reward")), _number(r.get("seed"))))
+    ranked = sorted(
+        rows, key=lambda r: (-rundata.as_float(r.get("reward")), rundata.as_float(r.get("seed")))
+    )
     picked: list[dict[str, Any]] = []
     while ranked and len(picked) < count:
         picked.append(ranked.pop(0) if len(picked) % 2 == 0 else ranked.pop())
@@ -299,8 +298,8 @@ def _transcripts(run: rundata.RunData, per_label: int) -> tuple[list[dict[str, A
             title = f"{label.name}: seed {row.get('seed')}, reward {_fmt(row.get('reward'))}"
             views.append(_view(title, _episode_meta(row), transcript))
     if run.rollouts:
-        last = max(_number(r.get("step")) for r in run.rollouts)
-        rows = [r for r in run.rollouts if _number(r.get("step")) == last]
+        last = max(rundata.as_float(r.get("step")) for r in run.rollouts)
+        rows = [r for r in run.rollouts if rundata.as_float(r.get("step")) == last]
         for row in _pick(rows, per_label):
             if not isinstance(row.get("messages"), list):
                 continue

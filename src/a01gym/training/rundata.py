@@ -21,6 +21,7 @@ __all__ = [
     "RunData",
     "Step",
     "Transcript",
+    "as_float",
     "episode_transcript",
     "find_episode_dir",
     "load_run",
@@ -41,7 +42,6 @@ class EvalLabel:
     name: str
     directory: Path
     episodes: list[Row]
-    summary: Row | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,6 +74,14 @@ class Transcript:
     steps: list[Step]
     diff: str | None
     source: str
+
+
+def as_float(value: Any) -> float:
+    """A number from a row; anything unreadable counts as 0 rather than failing the report."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
 
 
 def read_jsonl(path: Path) -> tuple[list[Row], int]:
@@ -147,7 +155,6 @@ def load_run(root: Path) -> RunData:
             name=name,
             directory=eval_dir / name,
             episodes=_jsonl(eval_dir / name / "episodes.jsonl", root, notes),
-            summary=_read_json(eval_dir / name / "summary.json", notes),
         )
         for name in _label_order(found, comparison)
     ]
