@@ -253,7 +253,9 @@ def export_trajectories(
         }
     )
     out.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_list(rows, features=features).save_to_disk(str(out))
+    columns = {name: [row[name] for row in rows] for name in features}  # typed even if empty
+    # one shard always: with no rows datasets would write zero shards, which it cannot reload
+    datasets.Dataset.from_dict(columns, features=features).save_to_disk(str(out), num_shards=1)
     with (out / "data.jsonl").open("w", encoding="utf-8") as handle:
         for row in rows:
             handle.write(json.dumps(row, ensure_ascii=False) + "\n")
