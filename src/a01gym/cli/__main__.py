@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 import typer
 
 from a01gym import __version__
-from a01gym.cli import demo, factory, operator, report, sandbox, serve
+from a01gym.cli import demo, factory, operator, report, sandbox, serve, train
 from a01gym.cli import eval as eval_cli
 from a01gym.cli import trajectories as trajectories_cli
 from a01gym.cli.logs import configure_logging
@@ -28,6 +28,7 @@ app.command("eval")(eval_cli.eval_command)
 app.command("demo")(demo.demo_command)
 app.command("export-trajectories")(trajectories_cli.export_command)
 app.command("report")(report.report_command)
+app.command("train")(train.train_command)
 
 
 @app.callback()
