@@ -143,13 +143,21 @@ def _flat_metrics(row: dict[str, Any]) -> dict[str, float]:
     return flat
 
 
-def make_rollout_func(engine: rollouts.RolloutEngine, log: StepLog) -> Any:
+def make_rollout_func(
+    engine: rollouts.RolloutEngine, log: StepLog, settings: train_config.RolloutSettings
+) -> Any:
     """TRL ``rollout_func``: plays the batch in parallel and returns tokens, masks, rewards."""
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         rows = [rollouts.row_from_prompt(prompt) for prompt in prompts]
         model = trainer.accelerator.unwrap_model(trainer.model)
-        batch = engine.play(model, rows)
+        policy = rollouts.ModelPolicy(
+            model,
+            engine.tokenizer,
+            max_new_tokens=settings.max_new_tokens,
+            temperature=settings.temperature,
+        )
+        batch = engine.play(policy, rows)
         row = log.add(batch)
         flat = _flat_metrics(row)
         return {
@@ -259,14 +267,12 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
             tokenizer,
             gateway_url,
             max_turns=cfg.rollout.max_turns,
-            max_new_tokens=cfg.rollout.max_new_tokens,
             max_completion_tokens=cfg.rollout.max_completion_tokens,
             max_output_chars=cfg.rollout.max_output_chars,
-            temperature=cfg.rollout.temperature,
         )
         trainer = GRPOTrainer(
             reward_funcs=[environment_reward],
-            rollout_func=make_rollout_func(engine, log),
+            rollout_func=make_rollout_func(engine, log, cfg.rollout),
             **common,
         )
     else:

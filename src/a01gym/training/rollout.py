@@ -27,11 +27,13 @@ import json
 import re
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from a01gym.training import prompting, session
 
 __all__ = [
+    "ModelPolicy",
+    "Policy",
     "Rollout",
     "RolloutBatch",
     "RolloutEngine",
@@ -134,10 +136,8 @@ class RolloutEngine:
         tokenizer: A chat tokenizer whose template supports tools (e.g. from ``build_tiny``).
         base_url: The gateway.
         max_turns: Tool calls per episode before it is submitted as it stands.
-        max_new_tokens: Tokens per model turn.
         max_completion_tokens: Model plus tool tokens per episode (TRL's ``max_completion_length``).
         max_output_chars: Tool output kept per observation.
-        temperature: Sampling temperature (0 = greedy, for eval).
     """
 
     def __init__(
@@ -146,18 +146,14 @@ class RolloutEngine:
         base_url: str,
         *,
         max_turns: int = 8,
-        max_new_tokens: int = 256,
         max_completion_tokens: int = 2048,
         max_output_chars: int = 1200,
-        temperature: float = 1.0,
     ) -> None:
         self.tokenizer = tokenizer
         self.base_url = base_url
         self.max_turns = max_turns
-        self.max_new_tokens = max_new_tokens
         self.max_completion_tokens = max_completion_tokens
         self.max_output_chars = max_output_chars
-        self.temperature = temperature
         self.tools = list(prompting.tool_schemas())
         self._sessions: list[session.EpisodeSession] = []
 
@@ -186,9 +182,14 @@ class RolloutEngine:
         return session.run_sync(run())
 
     # -- chat and tokens ---------------------------------------------------------------------------
-    def _render(self, messages: list[dict[str, Any]], *, generation_prompt: bool) -> str:
+    def _render(
+        self, messages: list[dict[str, Any]], *, generation_prompt: bool, tools: bool = True
+    ) -> str:
         return self.tokenizer.apply_chat_template(
-            messages, tools=self.tools, tokenize=False, add_generation_prompt=generation_prompt
+            messages,
+            tools=self.tools if tools else None,
+            tokenize=False,
+            add_generation_prompt=generation_prompt,
         )
 
     def _encode(self, text: str) -> list[int]:
@@ -201,9 +202,13 @@ class RolloutEngine:
             {"role": "user", "content": "x"},
             {"role": "assistant", "content": "", "tool_calls": [call]},
         ]
-        before = self._render(dummy, generation_prompt=False)
+        # Rendered without the tool schemas: they only change the system turn, and rendering
+        # them twice per step would cost more than the step itself.
+        before = self._render(dummy, generation_prompt=False, tools=False)
         after = self._render(
-            [*dummy, {"role": "tool", "name": name, "content": content}], generation_prompt=True
+            [*dummy, {"role": "tool", "name": name, "content": content}],
+            generation_prompt=True,
+            tools=False,
         )
         if not after.startswith(before):
             raise RuntimeError("the chat template is not prefix-preserving; it cannot do tools")
@@ -213,8 +218,14 @@ class RolloutEngine:
         return self._encode(before[len(end) :] + after[len(before) :])
 
     # -- the loop ---------------------------------------------------------------------------------
-    def play(self, model: Any, rows: Sequence[dict[str, Any]]) -> RolloutBatch:
-        """Play one episode per row (rows with the same seed share a scenario: a GRPO group)."""
+    def play(
+        self, policy: Policy, rows: Sequence[dict[str, Any]], *, parallel: bool = True
+    ) -> RolloutBatch:
+        """Play one episode per row (rows with the same seed share a scenario: a GRPO group).
+
+        ``parallel=False`` steps the environments one rollout after another, as TRL's
+        environment_factory loop does (``bench/rollouts.py`` compares the two).
+        """
         started = time.perf_counter()
         sessions = self._session_pool(len(rows))
         env_s = generation_s = 0.0
@@ -241,10 +252,13 @@ class RolloutEngine:
             if not active:
                 break
             t0 = time.perf_counter()
-            replies = self._generate(model, active)
+            replies = self._generate(policy, active)
             generation_s += time.perf_counter() - t0
             t0 = time.perf_counter()
-            outputs = self._gather([self._act(r, text) for r, text in replies])
+            if parallel:
+                outputs = self._gather([self._act(r, text) for r, text in replies])
+            else:
+                outputs = [self._gather([self._act(r, text)])[0] for r, text in replies]
             env_s += time.perf_counter() - t0
             for (rollout, _), (name, output) in zip(replies, outputs, strict=True):
                 if rollout.finished:
@@ -262,37 +276,12 @@ class RolloutEngine:
     def _room(self, rollout: Rollout) -> int:
         return self.max_completion_tokens - len(rollout.completion_ids)
 
-    def _generate(self, model: Any, active: list[Rollout]) -> list[tuple[Rollout, str]]:
-        """One batched model turn for every active rollout; appends its tokens (mask 1)."""
-        import torch
-
-        sequences = [r.prompt_ids + r.completion_ids for r in active]
-        width = max(len(s) for s in sequences)
-        pad = self.tokenizer.pad_token_id
-        input_ids = torch.tensor([[pad] * (width - len(s)) + s for s in sequences])
-        attention = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences])
-        budget = max(1, min(self.max_new_tokens, max(self._room(r) for r in active)))
-        sampling = {"do_sample": True, "temperature": self.temperature, "top_k": 0}
-        if self.temperature <= 0:
-            sampling = {"do_sample": False}
-        was_training = model.training
-        model.eval()
-        with torch.no_grad():
-            output = model.generate(
-                input_ids=input_ids,
-                attention_mask=attention,
-                max_new_tokens=budget,
-                eos_token_id=self.tokenizer.eos_token_id,
-                pad_token_id=pad,
-                **sampling,
-            )
-        if was_training:
-            model.train()
+    def _generate(self, policy: Policy, active: list[Rollout]) -> list[tuple[Rollout, str]]:
+        """One model turn for every active rollout; appends its tokens (mask 1)."""
         replies = []
-        eos = self.tokenizer.eos_token_id
-        for rollout, row in zip(active, output[:, width:].tolist(), strict=True):
-            tokens = row[: row.index(eos) + 1] if eos in row else row
-            tokens = [t for t in tokens if t != pad][: self._room(rollout)]
+        rooms = [self._room(r) for r in active]
+        for rollout, tokens in zip(active, policy.reply(active, rooms), strict=True):
+            tokens = tokens[: self._room(rollout)]
             rollout.completion_ids += tokens
             rollout.env_mask += [1] * len(tokens)
             rollout.turns += 1
@@ -327,3 +316,52 @@ async def _settled(coro: Any) -> Any:
         return await coro
     except Exception as exc:
         return exc
+
+
+class Policy(Protocol):
+    """Chooses each active rollout's next turn as tokens (``rooms``: tokens each may still use)."""
+
+    def reply(self, active: list[Rollout], rooms: list[int]) -> list[list[int]]: ...
+
+
+class ModelPolicy:
+    """A causal LM generating one turn for the whole batch in one ``generate`` call."""
+
+    def __init__(
+        self, model: Any, tokenizer: Any, *, max_new_tokens: int = 256, temperature: float = 1.0
+    ) -> None:
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+
+    def reply(self, active: list[Rollout], rooms: list[int]) -> list[list[int]]:
+        import torch
+
+        sequences = [r.prompt_ids + r.completion_ids for r in active]
+        width = max(len(s) for s in sequences)
+        pad = self.tokenizer.pad_token_id
+        eos = self.tokenizer.eos_token_id
+        input_ids = torch.tensor([[pad] * (width - len(s)) + s for s in sequences])
+        attention = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences])
+        sampling: dict[str, Any] = {"do_sample": True, "temperature": self.temperature, "top_k": 0}
+        if self.temperature <= 0:
+            sampling = {"do_sample": False}
+        was_training = self.model.training
+        self.model.eval()
+        with torch.no_grad():
+            output = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=attention,
+                max_new_tokens=max(1, min(self.max_new_tokens, max(rooms))),
+                eos_token_id=eos,
+                pad_token_id=pad,
+                **sampling,
+            )
+        if was_training:
+            self.model.train()
+        replies = []
+        for row in output[:, width:].tolist():
+            tokens = row[: row.index(eos) + 1] if eos in row else row
+            replies.append([t for t in tokens if t != pad])
+        return replies
