@@ -181,3 +181,18 @@ def test_build_demo_fills_a_cache_for_first_runs(tmp_path: Path) -> None:
     summary = pipeline.build_demo(tmp_path / "demo", count=6, seed=1)
     assert summary.admitted == 6
     assert len(ScenarioCache(tmp_path / "demo").entries()) == 6
+
+
+def test_cli_build_without_config_builds_a_cache_from_the_defaults(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from a01gym.cli.factory import app
+
+    out = tmp_path / "cache"
+    built = CliRunner().invoke(app, ["build", "-o", str(out), "--count", "2", "--json"])
+    assert built.exit_code == 0, built.output
+    summary = json.loads(built.stdout[built.stdout.index("{") :])
+    assert summary["candidates"] == 2 and summary["admitted"] == 2
+    entries = ScenarioCache(out).entries()
+    assert sorted(e.hash for e in entries) == sorted(summary["hashes"])
+    assert {e.config_hash for e in entries} == {config.FactoryConfig(count=2).digest()}
