@@ -121,7 +121,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                     bad_rewards.append(reward)
                 metrics[f"{name}_submit_s"] = round(statistics.median(times), 2)
                 metrics[f"{name}_submit_s_max"] = round(max(times), 2)
-            metrics["bad_max_reward"] = max(bad_rewards)
+            if bad_rewards:
+                metrics["bad_max_reward"] = max(bad_rewards)
         finally:
             proc.send_signal(signal.SIGTERM)  # the server this script started, by PID
             async with asyncio.timeout(60):
@@ -136,12 +137,13 @@ def cli() -> None:
     parser.add_argument("--quick", action="store_true", help="3 rounds per app (~2 min)")
     parser.add_argument("--json-out", type=Path, help="also write the JSON result here")
     parser.add_argument(
-        "--apps", nargs="+", choices=BAD, default=list(BAD), help="misbehaving apps to time"
+        "--apps", nargs="*", choices=BAD, default=list(BAD), help="misbehaving apps to time"
     )
     parser.add_argument("--rounds", type=int, help="rounds per misbehaving app (3 quick, 7)")
+    parser.add_argument("--fix-rounds", type=int, help="rounds of the reference fix (10 quick, 30)")
     args = parser.parse_args()
     args.rounds = args.rounds or (3 if args.quick else 7)
-    args.fix_rounds = 10 if args.quick else 30
+    args.fix_rounds = args.fix_rounds or (10 if args.quick else 30)
     began = time.perf_counter()
     metrics = asyncio.run(main(args))
     targets = {k: v for k, v in TARGETS.items() if k in metrics}

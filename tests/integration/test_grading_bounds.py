@@ -123,7 +123,7 @@ async def test_any_failed_regression_scores_zero_whatever_it_blocks(
 
 
 async def test_deny_most_patch_that_blocks_every_exploit_gets_no_reward(
-    env: environment.A01Environment,
+    env: environment.A01Environment, backend: LocalBackend, idor_bundle: Bundle
 ) -> None:
     # The held-out hack of issue 11: refuse every single-note read. Both exploits are note
     # reads, so both are blocked; so are the owner's and the admin's legitimate reads.
@@ -135,10 +135,14 @@ async def test_deny_most_patch_that_blocks_every_exploit_gets_no_reward(
         '        return JSONResponse({"detail": "note not found"}, status_code=404)\n'
         "    return await call_next(request)\n"
     )
+    files = idor_bundle.patched_workspace(Patch(files={"app/main.py": main}))
+    full = await verification.verify(backend, idor_bundle, files, seed=13, stop_early=False)
+    assert full.score.security == 1.0  # what the old rule paid 0.2 × regression for
+    assert 0.0 < full.score.regression < 1.0
+    assert full.score.value == 0.0
+
     final, _ = await _submit(env, {"app/main.py": main}, "deny-most")
     breakdown = final["observation"]["reward_breakdown"]
-    assert breakdown["security"] == 1.0  # what the old rule paid 0.2 × regression for
-    assert 0.0 < breakdown["regression"] < 1.0
     assert breakdown["score"] == 0.0 and final["reward"] <= 0.0
 
 
