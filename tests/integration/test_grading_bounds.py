@@ -190,8 +190,8 @@ async def test_misbehaving_app_gets_a_bounded_fail_closed_submit(
     assert final["reward"] <= 0.0
     breakdown = final["observation"]["reward_breakdown"]
     assert breakdown["score"] == 0.0 and not breakdown["resolved"]
-    report = _report(env, f"bad-{app}")
-    assert report["ending"] == ending
+    assert breakdown["grading"] == ending
+    assert _report(env, f"bad-{app}")["ending"] == ending
     await _settled(backend)  # the episode's and the grading sandbox are gone
 
 
