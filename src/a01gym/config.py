@@ -199,9 +199,10 @@ class GradingSettings(BaseModel):
     deadline_s: float = Field(
         12.0,
         gt=0,
-        description="The terminal step (final files, fresh sandbox, app start, hidden tests) "
-        "answers within this; what has not run by then counts as not passed. Keep it under "
-        "the client's message timeout (60 s for the stock OpenEnv client).",
+        description="The terminal step (reading the final files, then app start and hidden "
+        "tests on a fresh sandbox) answers within this, plus any wait for that sandbox, "
+        "which the backend bounds; tests not run by then count as not passed. Keep it well "
+        "under the client's message timeout (60 s for the stock OpenEnv client).",
     )
     request_timeout_s: float = Field(
         3.0,

@@ -5,11 +5,11 @@ overlaid on the pristine bundle), never a live sandbox the agent touched, so not
 agent left running can influence the grading.
 
 Grading is bounded and fails closed. Regression tests run first, and the first one that does
-not pass ends the run: the score is a product, so it is already 0
+not pass ends the run: the score is then 0 whatever else happens
 (:func:`a01gym.scenario.scoring.decided`). An app that does not start ends it at once. Every
-app request has a short timeout, and a deadline bounds the whole run; whatever has not run
-by then counts as inconclusive, that is, as not passed. :attr:`Verification.ending` says
-which of these happened.
+app request has a short timeout, and a deadline bounds the run once the sandbox is had;
+whatever has not run by then counts as inconclusive, that is, as not passed.
+:attr:`Verification.ending` says which of these happened.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from a01gym.errors import SandboxTimeoutError
 from a01gym.sandbox import protocol, runner
 from a01gym.sandbox.backend import Sandbox, SandboxBackend
 from a01gym.scenario import scoring
@@ -97,8 +96,9 @@ async def verify(
     """Load ``files`` into a fresh sandbox, start the app, run the hidden tests.
 
     Args:
-        backend: where to get the fresh sandbox; it is released afterwards, whatever happens
-            (the deadline, an error, or the caller being cancelled).
+        backend: where to get the fresh sandbox (its own timeouts bound the wait); it is
+            released afterwards, whatever happens (the deadline, an error, or the caller
+            being cancelled).
         bundle: gives the manifest (actors), fixture template and hidden tests.
         files: the complete workspace to score (e.g. ``bundle.patched_workspace(patch)``).
         seed: the world for this run; use a fresh random seed for real grading.
@@ -107,25 +107,25 @@ async def verify(
         started: an untouched sandbox already running ``bundle``'s own workspace (a grading
             spare), used instead of a fresh one. Unless ``files`` are that same workspace,
             they are loaded and the app restarted, exactly as on a fresh sandbox.
-        deadline_s: bounds the whole run, acquiring the sandbox included.
+        deadline_s: bounds the run once the sandbox is had: loading, app start and tests.
         request_timeout_s: bounds each app request.
         stop_early: stop at the first regression that does not pass. The factory's gates
             turn it off where they want every failure for their rejection reasons.
 
     Raises:
-        SandboxTimeoutError: no sandbox could be had before the deadline (nothing was graded).
-        SandboxError: the backend failed to provide one.
+        SandboxError: the backend could not provide a sandbox, or it failed while loading
+            the files (nothing was graded).
     """
     began = time.perf_counter()
     tests = _order(bundle.hidden.tests, stop_early)
     results: list[TestResult] = []
     app: protocol.AppStatus | None = None
     ending = Ending.COMPLETE
-    sandbox = started
+    # Acquiring is the backend's business and bounded there (a pod may take a while to
+    # schedule); the deadline bounds what the candidate app can stretch.
+    sandbox = started or await backend.acquire()
     try:
         async with asyncio.timeout(deadline_s):
-            if sandbox is None:
-                sandbox = await backend.acquire()
             if started is not None and files == bundle.workspace:
                 app = (await sandbox.client.health()).app
             else:
@@ -149,13 +149,7 @@ async def verify(
                         if stop_early and scoring.decided(result):
                             ending = Ending.DECIDED
                             break
-    except TimeoutError as exc:
-        if sandbox is None:
-            raise SandboxTimeoutError(
-                f"no sandbox for grading within the {deadline_s:g}s deadline",
-                hint="the machine is overloaded; lower the load or raise "
-                "A01GYM_GRADING__DEADLINE_S",
-            ) from exc
+    except TimeoutError:
         ending = Ending.DEADLINE
         if app is None:
             app = protocol.AppStatus(
@@ -164,8 +158,7 @@ async def verify(
             )
     finally:
         duration_ms = (time.perf_counter() - began) * 1000
-        if sandbox is not None:
-            await (release or backend.release)(sandbox)
+        await (release or backend.release)(sandbox)
     assert app is not None
     reason = {
         Ending.COMPLETE: "",
