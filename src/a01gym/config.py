@@ -29,6 +29,7 @@ from a01gym.errors import ConfigError
 __all__ = [
     "CONFIG_ENV",
     "GatewaySettings",
+    "GradingSettings",
     "KubernetesBackendSettings",
     "OperatorSettings",
     "SandboxLimits",
@@ -189,6 +190,29 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class GradingSettings(BaseModel):
+    """Bounds on the terminal hidden run, so a hanging, crashing or forking app is graded
+    (fail-closed) before a trainer's client gives up on the episode."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
+
+    deadline_s: float = Field(
+        12.0,
+        gt=0,
+        description="The terminal step (reading the final files, then app start and hidden "
+        "tests on a fresh sandbox) answers within this, plus any wait for that sandbox, "
+        "which the backend bounds; tests not run by then count as not passed. Keep it well "
+        "under the client's message timeout (60 s for the stock OpenEnv client).",
+    )
+    request_timeout_s: float = Field(
+        3.0,
+        gt=0,
+        le=60,
+        description="Per app request in a hidden run (also bounded by the deadline); a slower "
+        "answer makes its test inconclusive.",
+    )
+
+
 class KubernetesBackendSettings(BaseModel):
     """How the gateway's Kubernetes backend creates Episodes."""
 
@@ -265,6 +289,7 @@ class Settings(BaseSettings):
 
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    grading: GradingSettings = Field(default_factory=GradingSettings)
     kubernetes: KubernetesBackendSettings = Field(default_factory=KubernetesBackendSettings)
     operator: OperatorSettings = Field(default_factory=OperatorSettings)
 

@@ -38,7 +38,7 @@ def test_demo_builds_serves_evaluates_and_reports(tmp_path):
     summaries = {s["agent"]: s for s in json.loads((out / "summary.json").read_text())}
     assert summaries["reference"]["mean_reward"] == 1.0
     assert summaries["noop"]["mean_reward"] == 0.0
-    assert summaries["deny-all"]["mean_reward"] <= 0.2
+    assert summaries["deny-all"]["mean_reward"] <= 0.0
     assert (out / "reward.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "| reference | 3 | 1.000 |" in (out / "summary.md").read_text()
     transcripts = list((out / "runs" / "episodes").iterdir())

@@ -65,6 +65,23 @@ async def test_trap_that_fixes_the_bug_is_rejected_with_its_reason() -> None:
     assert "trap:fake resolves the scenario" in report.reason
 
 
+async def test_denial_trap_that_passes_every_regression_is_rejected() -> None:
+    # F03's auth-only trap blocks half the exploits and breaks nothing (score 0.1): fine as a
+    # partial fix, but a deny-all that scored so would mean the regressions miss a denial.
+    bundle = _bundle("F03")
+    partial = bundle.hidden.traps["auth_only"]
+    hidden = bundle.hidden.model_copy(update={"traps": {"deny_all": partial, "auth_only": partial}})
+    mislabelled = dataclasses.replace(bundle, hidden=hidden).with_hash()
+    async with LocalBackend(pool_size=2) as backend:
+        report = await gates.gate_bundle(backend, mislabelled, semaphore=asyncio.Semaphore(2))
+    runs = {run.name: run for run in report.runs}
+    assert 0.0 < runs["trap:auth_only"].score <= PARTIAL_CREDIT
+    assert report.reasons == [
+        f"trap:deny_all passes every regression test (score {runs['trap:deny_all'].score:.3f}, "
+        "not 0): add a regression test for the legitimate use it breaks"
+    ]
+
+
 async def test_app_that_does_not_start_is_rejected() -> None:
     bundle = _bundle("F02")
     workspace = dict(bundle.workspace)
@@ -181,3 +198,18 @@ def test_build_demo_fills_a_cache_for_first_runs(tmp_path: Path) -> None:
     summary = pipeline.build_demo(tmp_path / "demo", count=6, seed=1)
     assert summary.admitted == 6
     assert len(ScenarioCache(tmp_path / "demo").entries()) == 6
+
+
+def test_cli_build_without_config_builds_a_cache_from_the_defaults(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from a01gym.cli.factory import app
+
+    out = tmp_path / "cache"
+    built = CliRunner().invoke(app, ["build", "-o", str(out), "--count", "2", "--json"])
+    assert built.exit_code == 0, built.output
+    summary = json.loads(built.stdout[built.stdout.index("{") :])
+    assert summary["candidates"] == 2 and summary["admitted"] == 2
+    entries = ScenarioCache(out).entries()
+    assert sorted(e.hash for e in entries) == sorted(summary["hashes"])
+    assert {e.config_hash for e in entries} == {config.FactoryConfig(count=2).digest()}

@@ -30,6 +30,16 @@ def test_env_vars_fill_every_section(monkeypatch: pytest.MonkeyPatch) -> None:
     assert settings.operator.sweep_interval_s == 2.5
 
 
+def test_grading_bounds_come_from_env_vars(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("A01GYM_GRADING__DEADLINE_S", raising=False)
+    assert get_settings().grading.deadline_s == 12.0  # the default targets a 15 s submit
+    get_settings.cache_clear()
+    monkeypatch.setenv("A01GYM_GRADING__DEADLINE_S", "9")
+    monkeypatch.setenv("A01GYM_GRADING__REQUEST_TIMEOUT_S", "1.5")
+    grading = get_settings().grading
+    assert (grading.deadline_s, grading.request_timeout_s) == (9.0, 1.5)
+
+
 def test_a_yaml_file_is_read_and_env_vars_win(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

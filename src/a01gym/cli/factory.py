@@ -61,10 +61,16 @@ def _emit_json(data: Any) -> None:
 
 @app.command()
 def build(
-    config: Annotated[
-        Path, typer.Option("--config", "-c", help="Factory config (YAML or JSON).", exists=False)
-    ],
     out: Annotated[Path, typer.Option("--out", "-o", help="Cache directory to build into.")],
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            "-c",
+            help="Factory config (YAML or JSON); without it every field takes its default "
+            "(examples/factory.yaml lists them).",
+        ),
+    ] = None,
     count: Annotated[
         int | None, typer.Option(help="Candidates to author (overrides config).")
     ] = None,
@@ -78,7 +84,11 @@ def build(
     """Author, compile, gate and cache scenarios."""
     with _errors():
         overrides: dict[str, Any] = {"count": count, "seed": seed}
-        cfg = factory_config.load_config(config, **overrides)
+        if config is None:
+            given = {k: v for k, v in overrides.items() if v is not None}
+            cfg = factory_config.validate_config(given)
+        else:
+            cfg = factory_config.load_config(config, **overrides)
         data = cfg.model_dump()
         if author is not None:
             data["author"]["kind"] = author

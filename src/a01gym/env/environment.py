@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from a01gym import config
 from a01gym.env import models, reward, tools, warm
 from a01gym.env.logger import EPISODE_ID_PATTERN, EpisodeLog, RunLogger
 from a01gym.env.sampler import CurriculumSampler
@@ -95,6 +96,9 @@ class EnvRuntime:
     default_split: str = "train"
     routes: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
     spares: WarmSpares | None = None
+    grading: config.GradingSettings = dataclasses.field(
+        default_factory=lambda: config.get_settings().grading
+    )
     releases: BackgroundReleases = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -526,21 +530,21 @@ class A01Environment:
         episode.done = True
         episode.phase = models.Phase.DONE
         manifest, hidden = episode.bundle.manifest, episode.bundle.hidden
+        grading = self.runtime.grading
+        deadline = asyncio.get_running_loop().time() + grading.deadline_s
         changes: dict[str, str | None] = dict(episode.overlay)
-        removed: list[str] = []
+        routes: asyncio.Task[list[str]] | None = None
         sandbox, episode.sandbox = episode.sandbox, None
         if sandbox is not None:
             try:
-                changes.update(await sandbox.client.changes())
-                baseline = self.runtime.routes.get(manifest.content_hash)
-                if changes and baseline is not None:
-                    current = await _fetch_routes(sandbox)
-                    if current is not None:
-                        removed = sorted(baseline - current)
-            except SandboxError as exc:
-                logger.warning("episode %s: could not read changes: %s", episode.episode_id, exc)
-            finally:
-                await self.runtime.release_later(sandbox)
+                async with asyncio.timeout_at(deadline):
+                    changes.update(await sandbox.client.changes())
+            except (SandboxError, TimeoutError) as exc:
+                # The overlay still holds every file the agent wrote through its tools.
+                logger.warning("episode %s: could not read changes: %r", episode.episode_id, exc)
+            # Removed routes are looked up on the episode's sandbox while grading runs.
+            baseline = self.runtime.routes.get(manifest.content_hash) if changes else None
+            routes = asyncio.create_task(self._removed_routes(sandbox, baseline, deadline))
         changes = {p: c for p, c in changes.items() if not _is_cache(p)}
         files = episode.bundle.patched_workspace(Patch(files=changes))
         report: verification.Verification | None = None
@@ -553,6 +557,8 @@ class A01Environment:
                 seed=_fresh_seed(manifest.visible_seed),
                 release=self.runtime.release_later,
                 started=spares.take(manifest.content_hash, warm.Kind.GRADING) if spares else None,
+                deadline_s=max(deadline - asyncio.get_running_loop().time(), 0.001),
+                request_timeout_s=grading.request_timeout_s,
             )
             breakdown = reward.breakdown(
                 report,
@@ -560,9 +566,11 @@ class A01Environment:
                 hidden.labels,
                 invalid_actions=episode.invalid_actions,
                 steps_used=episode.step_count,
-                removed_routes=removed,
+                removed_routes=await routes if routes is not None else (),
             )
         except SandboxError as exc:
+            if routes is not None:
+                await routes
             logger.error("episode %s: grading failed: %s", episode.episode_id, exc)
             breakdown = reward.failed_breakdown(
                 manifest.reward,
@@ -609,6 +617,22 @@ class A01Environment:
             "episode %s done: reward %.3f (%s)", episode.episode_id, breakdown.reward, verdict
         )
         return reply
+
+    async def _removed_routes(
+        self, sandbox: Sandbox, baseline: frozenset[str] | None, deadline: float
+    ) -> list[str]:
+        """Routes of ``baseline`` (the original app's) the episode's app no longer serves, by
+        the grading deadline (best effort); then the episode's sandbox is released."""
+        try:
+            if baseline is None:
+                return []
+            async with asyncio.timeout_at(deadline):
+                current = await _fetch_routes(sandbox)
+            return sorted(baseline - current) if current is not None else []
+        except TimeoutError:
+            return []
+        finally:
+            await self.runtime.release_later(sandbox)
 
     def _log_step(self, episode: _Episode, raw: Any, reply: StepOutcome, started: float) -> None:
         if episode.log is not None:

@@ -203,7 +203,10 @@ class RewardBreakdown(_Wire):
     """How the terminal reward was made. Only ever present on the terminal observation."""
 
     reward: float
-    score: float = Field(description="security * regression score before penalties.")
+    score: float = Field(
+        description="The hidden score before penalties: 1 when resolved, 0.2 * security when "
+        "every regression test passes, else 0."
+    )
     security: float
     regression: float
     resolved: bool
@@ -217,6 +220,12 @@ class RewardBreakdown(_Wire):
         default_factory=dict, description="family, difficulty, cwe, domain of the scenario."
     )
     verify_ms: float = 0.0
+    grading: Literal["complete", "decided", "app_down", "deadline"] | None = Field(
+        None,
+        description="How the hidden run ended: every test ran; a regression test failed, so "
+        "the score was 0 and the tests after it did not run; the app did not start; or the "
+        "grading deadline passed (tests not run count as not passed). Null if it could not run.",
+    )
     error: str | None = Field(None, description="Set when grading itself could not run.")
 
 

@@ -1,9 +1,10 @@
 """The reward engine: hidden score minus bounded penalties, at the terminal step only.
 
-The score is :func:`a01gym.scenario.scoring.score_results` over the hidden run (security *
-regression, failing closed). Penalties use the weights in the scenario's ``manifest.reward``:
-they are bound to the scenario and no client input reaches them. Each penalty is bounded, and
-the total is clamped to ``[-1, 1]``, so one pathological episode cannot dominate a batch.
+The score is :func:`a01gym.scenario.scoring.score_results` over the hidden run (failing
+closed; 0 whenever a regression test fails, so breaking the app never pays). Penalties use
+the weights in the scenario's ``manifest.reward``: they are bound to the scenario and no
+client input reaches them, and they apply on top of a 0 score too. Each penalty is bounded,
+and the total is clamped to ``[-1, 1]``, so one pathological episode cannot dominate a batch.
 Only :func:`breakdown` builds what the agent sees: per-test pass/fail by id, never a test's
 definition or evidence.
 """
@@ -105,6 +106,7 @@ def breakdown(
         tests=tests,
         labels={k: labels[k] for k in _LABELS if k in labels},
         verify_ms=round(verification.duration_ms, 3),
+        grading=verification.ending.value,
     )
 
 

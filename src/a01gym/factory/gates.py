@@ -8,11 +8,17 @@ For each candidate (research/a01-catalog.md §5.1):
   vulnerable workspace, so this is judged on the same run (a second run would be identical
   files, only a different world);
 * **reference** — the reference fix resolves the scenario (score 1.0);
-* **traps** — no trap patch resolves it, so each scores at most ``PARTIAL_CREDIT`` (0.2).
+* **traps** — no trap patch resolves it, so each scores at most ``PARTIAL_CREDIT`` (0.2), and
+  only if it breaks no regression test (:mod:`a01gym.scenario.scoring`). The traps made to
+  break legitimate use (deny-all, delete-route, over-filter, admin-break) must score exactly 0:
+  if one passes every regression test, the regression suite misses what it breaks, and the
+  scenario would pay an agent for breaking the app.
 
 Every run goes through :func:`a01gym.sandbox.verification.verify` on a fresh sandbox with its
 own world seed, never the agent's visible seed, so a hard-coding trap is judged on ids it has
-not seen. Runs of all candidates share one semaphore (``workers``) and go in parallel.
+not seen. Trap runs stop at their first failed regression test, since the score is then 0;
+the vulnerable and reference runs run every test, so a rejection names every failure. Runs of
+all candidates share one semaphore (``workers``) and go in parallel.
 """
 
 from __future__ import annotations
@@ -36,6 +42,9 @@ from a01gym.scenario.scoring import PARTIAL_CREDIT
 __all__ = ["GateReport", "RunSummary", "gate_bundle", "gate_many", "run_seed"]
 
 logger = logging.getLogger(__name__)
+
+_BREAKS_LEGITIMATE_USE = frozenset({"deny_all", "delete_route", "over_filter", "admin_break"})
+"""Traps that work by refusing legitimate use; some regression test must catch each one."""
 
 
 class RunSummary(BaseModel):
@@ -86,7 +95,9 @@ async def _run(
     async with semaphore:
         started = time.perf_counter()
         try:
-            result = await verification.verify(backend, bundle, files, seed=seed)
+            result = await verification.verify(
+                backend, bundle, files, seed=seed, stop_early=name.startswith("trap:")
+            )
         except (A01GymError, ControlError) as exc:
             logger.warning("verification of %s/%s failed: %s", bundle.manifest.name, name, exc)
             return RunSummary(
@@ -154,9 +165,20 @@ def _judge(runs: list[RunSummary]) -> list[str]:
             + "; ".join(reference.failures)[:400]
         )
     for run in runs:
-        if run.name.startswith("trap:") and (run.resolved or run.score > PARTIAL_CREDIT):
+        if not run.name.startswith("trap:"):
+            continue
+        if run.resolved or run.score > PARTIAL_CREDIT:
             reasons.append(f"{run.name} resolves the scenario (score {run.score:.3f})")
+        elif run.score > 0 and _trap_kind(run.name) in _BREAKS_LEGITIMATE_USE:
+            reasons.append(
+                f"{run.name} passes every regression test (score {run.score:.3f}, not 0): "
+                "add a regression test for the legitimate use it breaks"
+            )
     return reasons
+
+
+def _trap_kind(name: str) -> str:
+    return name.removeprefix("trap:").replace("-", "_")
 
 
 async def gate_bundle(

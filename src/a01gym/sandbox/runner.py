@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -23,7 +23,7 @@ from a01gym.scenario.fixtures import FixtureValues
 from a01gym.scenario.httptest import HttpTest, Outcome, StepEvidence, TestResult
 from a01gym.scenario.manifest import Fixture, Manifest
 
-__all__ = ["EVIDENCE_CHARS", "render_actors", "run_suite", "run_test"]
+__all__ = ["EVIDENCE_CHARS", "iter_suite", "render_actors", "run_suite", "run_test"]
 
 EVIDENCE_CHARS = 400
 
@@ -47,8 +47,15 @@ async def run_test(
     test: HttpTest,
     values: FixtureValues,
     actors: Mapping[str, Mapping[str, str]],
+    *,
+    request_timeout_s: float | None = None,
 ) -> TestResult:
-    """Run one test; never raises for anything the app or the sandbox does."""
+    """Run one test; never raises for anything the app or the sandbox does.
+
+    Args:
+        request_timeout_s: per request to the app (default: the supervisor's limit); a
+            request that takes longer makes the test inconclusive.
+    """
     started = time.perf_counter()
     evidence: list[StepEvidence] = []
 
@@ -68,7 +75,7 @@ async def run_test(
         ]
         before = [await _query(client, check) for check in checks]
         for raw_step in test.steps:
-            reason = await _run_step(client, raw_step, values, actors, evidence)
+            reason = await _run_step(client, raw_step, values, actors, evidence, request_timeout_s)
             if reason is not None:
                 return result(Outcome.FAIL, reason)
         for check, rows_before in zip(checks, before, strict=True):
@@ -86,6 +93,7 @@ async def _run_step(
     values: FixtureValues,
     actors: Mapping[str, Mapping[str, str]],
     evidence: list[StepEvidence],
+    request_timeout_s: float | None,
 ) -> str | None:
     try:
         step = httptest.Step.model_validate(values.render(raw_step.model_dump(by_alias=True)))
@@ -104,6 +112,7 @@ async def _run_step(
                 query=step.query,
                 json=step.json_body,
                 body=step.body,
+                timeout_s=request_timeout_s,
             )
         )
     except ControlError as exc:
@@ -170,30 +179,47 @@ async def run_suite(
     *,
     seed: int,
 ) -> list[TestResult]:
-    """Run ``tests`` in order, re-seeding the database from ``fixture`` before each one.
+    """Run ``tests`` in order (see :func:`iter_suite`) and return every result."""
+    return [r async for r in iter_suite(client, manifest, fixture, tests, seed=seed)]
 
-    Every test sees the same world (one seed), and none sees what an earlier test changed.
-    One at a time on purpose: scenario apps are rarely safe under concurrent requests (a
-    shared SQLite connection answers 500), and a 500 can hide a leak. The supervisor skips a
-    re-seed when nothing wrote the database since the last one, which most tests do not.
+
+async def iter_suite(
+    client: SupervisorClient,
+    manifest: Manifest,
+    fixture: Fixture,
+    tests: Sequence[HttpTest],
+    *,
+    seed: int,
+    request_timeout_s: float | None = None,
+) -> AsyncIterator[TestResult]:
+    """Run ``tests`` in order, re-seeding the database from ``fixture`` before each one, and
+    yield each result as it comes, so a grader can stop once the score is decided.
+
+    Every test sees the same world (one seed), and none sees what an earlier test changed,
+    so the order is free. One at a time on purpose: scenario apps are rarely safe under
+    concurrent requests (a shared SQLite connection answers 500), and a 500 can hide a leak.
+    The supervisor skips a re-seed when nothing wrote the database since the last one, which
+    most tests do not.
     """
     world = FixtureValues(seed)
     request = protocol.SeedRequest(
         tables=world.render(fixture.tables), actors=render_actors(manifest, world)
     )
-    results: list[TestResult] = []
     for test in tests:
         try:
             await client.seed(request)
         except (ControlError, SandboxError) as exc:
-            results.append(
-                TestResult(
-                    test_id=test.id,
-                    kind=test.kind,
-                    outcome=Outcome.INCONCLUSIVE,
-                    reason=f"could not seed the database: {exc}",
-                )
+            yield TestResult(
+                test_id=test.id,
+                kind=test.kind,
+                outcome=Outcome.INCONCLUSIVE,
+                reason=f"could not seed the database: {exc}",
             )
             continue
-        results.append(await run_test(client, test, FixtureValues(seed), request.actors))
-    return results
+        yield await run_test(
+            client,
+            test,
+            FixtureValues(seed),
+            request.actors,
+            request_timeout_s=request_timeout_s,
+        )

@@ -4,11 +4,16 @@
 blocked); an inconclusive exploit counts as not blocked. ``regression`` is the fraction of
 regression tests that definitely passed. A scenario is ``resolved`` when both are 1.
 
-The score is 1.0 when resolved. Otherwise it is ``PARTIAL_CREDIT × security × regression``:
-an agent still gets a gradient for blocking some exploits without breaking the app, but no
-incomplete fix (fix-one-sibling, over-filter, deny-all, ...) can ever score above
-``PARTIAL_CREDIT``, which is the factory's trap threshold. The factory's gates therefore check
-that no trap *resolves* the scenario, and that the reference fix does.
+The score is 1.0 when resolved. Otherwise it is ``PARTIAL_CREDIT × security`` when *every*
+regression test passed, and 0 when any did not: breaking legitimate use never pays, however
+many exploits it blocks (a deny-all patch blocks them all), while a patch that blocks some
+exploits and breaks nothing still earns a gradient. No incomplete fix (fix-one-sibling,
+hard-coded ids, ...) can score above ``PARTIAL_CREDIT``, the factory's trap threshold, and
+any trap that breaks legitimate use scores 0. The reward engine subtracts its penalties on
+top (:mod:`a01gym.env.reward`).
+
+Since one failed regression settles the score at 0, a grader may stop there
+(:func:`decided`) and count the tests it did not run as inconclusive.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from pydantic import BaseModel
 
 from a01gym.scenario.httptest import Outcome, TestKind, TestResult
 
-__all__ = ["PARTIAL_CREDIT", "Score", "score_results"]
+__all__ = ["PARTIAL_CREDIT", "Score", "decided", "score_results"]
 
 PARTIAL_CREDIT = 0.2
 
@@ -47,7 +52,12 @@ def score_results(results: Iterable[TestResult]) -> Score:
     security = blocked / len(exploits) if exploits else 0.0
     regression = passed / len(regressions) if regressions else 0.0
     resolved = bool(exploits and regressions) and security == 1.0 and regression == 1.0
-    value = 1.0 if resolved else PARTIAL_CREDIT * security * regression
+    if resolved:
+        value = 1.0
+    elif regressions and passed == len(regressions):
+        value = PARTIAL_CREDIT * security
+    else:
+        value = 0.0
     return Score(
         security=security,
         regression=regression,
@@ -58,3 +68,8 @@ def score_results(results: Iterable[TestResult]) -> Score:
         regressions_passed=passed,
         regressions_total=len(regressions),
     )
+
+
+def decided(result: TestResult) -> bool:
+    """True when ``result`` alone settles the score at 0: a regression that did not pass."""
+    return result.kind is TestKind.REGRESSION and result.outcome is not Outcome.PASS

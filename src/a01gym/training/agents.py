@@ -5,7 +5,8 @@ with one action dict per turn; :func:`run_episode` drives one episode over a
 ``GenericEnvClient`` session. The agents:
 
 * ``noop`` submits at once (the floor: reward 0);
-* ``deny-all`` makes the app refuse every request, then submits (a trap: reward ≤ 0.2);
+* ``deny-all`` makes the app refuse every request, then submits (a trap that breaks legitimate
+  use: reward ≤ 0);
 * ``reference`` writes the scenario's stored reference fix with ``write_file`` and submits:
   a sanity upper bound for eval only. It reads the bundle from the scenario cache by the hash
   in the first observation, so it is never available to training;

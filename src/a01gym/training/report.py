@@ -364,8 +364,9 @@ def _markdown(summaries: Sequence[EvalSummary], runs_dir: Path) -> str:
     lines = [
         "# a01gym demo",
         "",
-        "Baseline agents on the held-out (eval) split, through the OpenEnv client. Reward is",
-        "security × regression, failing closed; anything short of a full fix scores ≤ 0.2.",
+        "Baseline agents on the held-out (eval) split, through the OpenEnv client. Reward fails",
+        "closed: anything short of a full fix scores ≤ 0.2, and 0 if it breaks any regression",
+        "test.",
         "",
         "| agent | episodes | mean reward | security | regression | resolved | errors |",
         "|---|---:|---:|---:|---:|---:|---:|",

@@ -45,6 +45,17 @@ def test_inconclusive_exploit_counts_as_not_blocked() -> None:
     assert [t.ok for t in out.tests] == [True, False, True]
 
 
+def test_blocking_every_exploit_by_breaking_legitimate_use_never_pays() -> None:
+    outcomes = [*FIXED[:2], FIXED[2], ("r2", TestKind.REGRESSION, Outcome.FAIL)]
+    out = reward.breakdown(_report(outcomes), RewardSpec(), {}, invalid_actions=0, steps_used=0)
+    assert out.security == 1.0 and out.regression == 0.5
+    assert out.score == 0.0 and out.reward == 0.0
+    penalised = reward.breakdown(
+        _report(outcomes), RewardSpec(step_cost=0.01), {}, invalid_actions=2, steps_used=10
+    )
+    assert penalised.reward < 0  # penalties still apply on top
+
+
 def test_invalid_action_penalty_is_capped() -> None:
     spec = RewardSpec(invalid_action_penalty=0.05, invalid_action_cap=0.1)
     out = reward.breakdown(_report(FIXED), spec, {}, invalid_actions=50, steps_used=60)

@@ -5,7 +5,7 @@ from pydantic import ValidationError
 
 from a01gym.scenario import httptest
 from a01gym.scenario.httptest import NOT_JSON, HttpTest, Outcome, TestKind, TestResult
-from a01gym.scenario.scoring import PARTIAL_CREDIT, score_results
+from a01gym.scenario.scoring import PARTIAL_CREDIT, decided, score_results
 
 
 def _check(assertion, status=200, text="", document=NOT_JSON, headers=""):
@@ -84,6 +84,39 @@ def test_partial_fixes_never_exceed_partial_credit():
         ]
     )
     assert half.security == 0.5 and half.value == pytest.approx(PARTIAL_CREDIT * 0.5)
+
+
+def test_any_failed_regression_caps_the_score_at_zero():
+    blocks_all_breaks_one = [
+        _result(TestKind.EXPLOIT, Outcome.FAIL),
+        _result(TestKind.EXPLOIT, Outcome.FAIL),
+        *[_result(TestKind.REGRESSION, Outcome.PASS)] * 9,
+        _result(TestKind.REGRESSION, Outcome.FAIL),
+    ]
+    score = score_results(blocks_all_breaks_one)
+    assert score.security == 1.0 and score.regression == pytest.approx(0.9)
+    assert score.value == 0.0 and not score.resolved
+
+
+def test_partial_credit_needs_every_regression_to_pass():
+    results = [
+        _result(TestKind.EXPLOIT, Outcome.FAIL),
+        _result(TestKind.EXPLOIT, Outcome.PASS),
+        _result(TestKind.EXPLOIT, Outcome.PASS),
+        _result(TestKind.EXPLOIT, Outcome.PASS),
+        _result(TestKind.REGRESSION, Outcome.PASS),
+        _result(TestKind.REGRESSION, Outcome.PASS),
+    ]
+    assert score_results(results).value == pytest.approx(PARTIAL_CREDIT * 0.25)
+    inconclusive = [*results[:-1], _result(TestKind.REGRESSION, Outcome.INCONCLUSIVE)]
+    assert score_results(inconclusive).value == 0.0
+
+
+def test_only_a_regression_that_did_not_pass_decides_the_score():
+    assert decided(_result(TestKind.REGRESSION, Outcome.FAIL))
+    assert decided(_result(TestKind.REGRESSION, Outcome.INCONCLUSIVE))
+    assert not decided(_result(TestKind.REGRESSION, Outcome.PASS))
+    assert not any(decided(_result(TestKind.EXPLOIT, o)) for o in Outcome)
 
 
 def test_no_tests_scores_zero():
