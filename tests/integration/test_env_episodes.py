@@ -162,6 +162,8 @@ async def test_bad_input_is_an_observation_and_counts_as_invalid(
             "edit_not_found",
         ),
         ({"tool": "read_file", "path": "app/missing.py"}, "not_found"),
+        ({"tool": "read_file", "path": "app/main.py", "start_line": 9999}, "invalid_action"),
+        ({"tool": "search", "pattern": "owner_id", "path": "app/nowhere"}, "not_found"),
         (
             {"tool": "http_request", "method": "GET", "path": "/", "actor": "mallory"},
             "unknown_actor",
