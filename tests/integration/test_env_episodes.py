@@ -7,6 +7,7 @@ the real hidden verifier on a fresh sandbox with a re-randomised world.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -142,6 +143,26 @@ async def test_steps_after_done_are_refused(env: environment.A01Environment) -> 
         wire = (await env.step(action)).wire()
         assert wire["observation"]["error"]["code"] == "episode_done"
         assert wire["reward"] is None and wire["done"] is True
+
+
+async def test_the_first_observations_examples_run_as_written(
+    env: environment.A01Environment,
+) -> None:
+    first = (await env.reset(seed=12)).wire()["observation"]
+    examples = [
+        json.loads(line.split("   # ")[0])
+        for line in first["output"].splitlines()
+        if line.startswith('{"tool"')
+    ]
+    assert len(examples) == 8
+    for action in examples:
+        if action["tool"] in ("read_file", "search", "http_request", "list_files"):
+            observation = (await env.step(action)).wire()["observation"]
+            assert observation["error"] is None, (action, observation["output"])
+            if action["tool"] == "http_request":
+                assert observation["result"]["status"] == 200, observation["output"]
+            if action["tool"] == "search":
+                assert observation["result"]["matches"], observation["output"]
 
 
 async def test_bad_input_is_an_observation_and_counts_as_invalid(
