@@ -289,6 +289,8 @@ async def _http_request(
         f"{action.method} {action.path} as {action.actor} -> HTTP {response.status}\n"
         f"{headers}\n\n{shown}" + ("\n… (body truncated)" if cut else "")
     )
+    if response.app_log:
+        text += f"\n\nThe app logged:\n{response.app_log}"
     return ToolOutcome(
         text,
         {
@@ -297,6 +299,7 @@ async def _http_request(
             "body": shown,
             "truncated": cut,
             "elapsed_ms": round(response.elapsed_ms, 3),
+            "app_log": response.app_log,
         },
     )
 
