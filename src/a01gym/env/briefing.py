@@ -22,9 +22,9 @@ from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.fixtures import FixtureValues
 from a01gym.scenario.manifest import Manifest
 
-__all__ = ["GRADING", "render"]
+__all__ = ["render"]
 
-GRADING = (
+_GRADING = (
     'Send {"tool":"submit"} when the fix is done; no step before it shows a score. '
     "Hidden tests then check your files on a fresh copy of the app and its data, with new "
     "ids, users and tokens, so records your probes created or changed do not matter. Any "
@@ -139,7 +139,7 @@ def render(bundle: Bundle) -> tuple[str, dict[str, Any]]:
             "## Tools (one JSON object per step)\n" + _tools(bundle, world),
             f"## Budget and grading\n{budget.max_steps} steps; each file write up to "
             f"{budget.max_write_bytes} bytes; the app restarts after every edit or write. "
-            + GRADING,
+            + _GRADING,
         ]
     )
     result = {

@@ -2,13 +2,14 @@
 
 :class:`A01Environment` is what the gateway holds per session. ``reset`` asks the
 :class:`~a01gym.env.sampler.CurriculumSampler` for a scenario, loads its workspace into a
-sandbox from the shared :class:`EnvRuntime`'s backend, starts the app and seeds the agent's
-(visible) world. Each ``step`` validates one action and runs it through
-:mod:`a01gym.env.tools`. The terminal step (``submit``, or the budget running out) takes the
-episode's changed files, overlays them on the pristine workspace, has
-:func:`a01gym.sandbox.verification.verify` grade them on a *fresh* sandbox with a re-randomised
-world, and turns the report into a reward with :mod:`a01gym.env.reward`. Until then no
-observation carries a reward; after it every step is refused.
+sandbox from the shared :class:`EnvRuntime`'s backend, starts the app, seeds the agent's
+(visible) world and answers with :mod:`a01gym.env.briefing`'s first observation. Each
+``step`` validates one action and runs it through :mod:`a01gym.env.tools`. The terminal step
+(``submit``, or the budget running out) takes the episode's changed files, overlays them on
+the pristine workspace, has :func:`a01gym.sandbox.verification.verify` grade them on a
+*fresh* sandbox with a re-randomised world, and turns the report into a reward with
+:mod:`a01gym.env.reward`. Until then no observation carries a reward; after it every step is
+refused.
 
 If the episode's sandbox dies, the environment replaces it once, replaying the agent's file
 changes (kept here as an overlay), and tells the agent; if that fails too the episode ends
