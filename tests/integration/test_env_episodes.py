@@ -7,8 +7,10 @@ the real hidden verifier on a fresh sandbox with a re-randomised world.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -144,6 +146,26 @@ async def test_steps_after_done_are_refused(env: environment.A01Environment) -> 
         assert wire["reward"] is None and wire["done"] is True
 
 
+async def test_the_first_observations_examples_run_as_written(
+    env: environment.A01Environment,
+) -> None:
+    first = (await env.reset(seed=12)).wire()["observation"]
+    examples = [
+        json.loads(line.split("   # ")[0])
+        for line in first["output"].splitlines()
+        if line.startswith('{"tool"')
+    ]
+    assert len(examples) == 8
+    for action in examples:
+        if action["tool"] in ("read_file", "search", "http_request", "list_files"):
+            observation = (await env.step(action)).wire()["observation"]
+            assert observation["error"] is None, (action, observation["output"])
+            if action["tool"] == "http_request":
+                assert observation["result"]["status"] == 200, observation["output"]
+            if action["tool"] == "search":
+                assert observation["result"]["matches"], observation["output"]
+
+
 async def test_bad_input_is_an_observation_and_counts_as_invalid(
     env: environment.A01Environment,
 ) -> None:
@@ -162,6 +184,8 @@ async def test_bad_input_is_an_observation_and_counts_as_invalid(
             "edit_not_found",
         ),
         ({"tool": "read_file", "path": "app/missing.py"}, "not_found"),
+        ({"tool": "read_file", "path": "app/main.py", "start_line": 9999}, "invalid_action"),
+        ({"tool": "search", "pattern": "owner_id", "path": "app/nowhere"}, "not_found"),
         (
             {"tool": "http_request", "method": "GET", "path": "/", "actor": "mallory"},
             "unknown_actor",
@@ -180,33 +204,55 @@ async def test_bad_input_is_an_observation_and_counts_as_invalid(
     assert penalties["invalid_actions"] == pytest.approx(0.1)  # capped by manifest.reward
 
 
-async def test_edit_that_breaks_startup_reports_the_traceback(
-    env: environment.A01Environment,
+async def test_edit_that_breaks_startup_reports_the_traceback_once_without_host_paths(
+    env: environment.A01Environment, idor_bundle: Bundle
 ) -> None:
     await env.reset(seed=4)
-    wire = (
-        await env.step(
-            {
-                "tool": "edit_file",
-                "path": "app/main.py",
-                "old": "from",
-                "new": "frm",
-            }
-        )
-    ).wire()
-    if wire["observation"]["error"]["code"] == "edit_not_unique":
-        wire = (
-            await env.step(
-                {"tool": "write_file", "path": "app/main.py", "content": "import nope\n"}
-            )
-        ).wire()
+    main = idor_bundle.workspace["app/main.py"].decode()
+    helper = "def check():\n    return undefined_name\n"
+    await env.step({"tool": "write_file", "path": "app/helper.py", "content": helper})
+    broken = "from app.helper import check\ncheck()\n" + main
+    wire = (await env.step({"tool": "write_file", "path": "app/main.py", "content": broken})).wire()
     observation = wire["observation"]
     assert observation["error"]["code"] == "app_start_failed"
-    assert "Error" in observation["output"]
+    output = observation["output"]
+    frames = [line.strip() for line in output.splitlines() if line.strip().startswith("File ")]
+    assert frames == [
+        'File "app/main.py", line 2, in <module>',
+        'File "app/helper.py", line 2, in check',
+    ]
+    assert "NameError: name 'undefined_name' is not defined" in output
+    for host in (sys.prefix, sys.base_prefix, "/dev/shm", "/tmp", "a01gym", "importlib"):
+        assert host not in output, host
+    later = (
+        await env.step({"tool": "http_request", "method": "GET", "path": "/notes", "actor": "bob"})
+    ).wire()["observation"]
+    assert later["error"]["code"] == "app_not_running"
+    assert "Traceback" not in later["output"] and "shown when it happened" in later["output"]
     final = (await env.step({"tool": "submit"})).wire()
     breakdown = final["observation"]["reward_breakdown"]
     assert breakdown["app_started"] is False and breakdown["penalties"]["broken_app"] > 0
     assert final["reward"] < 0
+
+
+async def test_a_request_that_fails_shows_the_apps_traceback_from_the_workspace(
+    env: environment.A01Environment, idor_bundle: Bundle
+) -> None:
+    await env.reset(seed=5)
+    main = idor_bundle.workspace["app/main.py"].decode()
+    route = "\n\n@app.get('/boom')\ndef boom():\n    return 1 / 0\n"
+    await env.step({"tool": "write_file", "path": "app/main.py", "content": main + route})
+    request = {"tool": "http_request", "method": "GET", "path": "/boom", "actor": "bob"}
+    observation = (await env.step(request)).wire()["observation"]
+    assert observation["result"]["status"] == 500
+    log = observation["result"]["app_log"]
+    assert 'File "app/main.py", line' in log and "ZeroDivisionError" in log
+    assert log.count("File ") == 1 and sys.prefix not in log
+    assert log in observation["output"]
+    again = (await env.step(request)).wire()["observation"]
+    assert again["result"]["app_log"].count("Traceback") == 1  # this request's only
+    fine = {"tool": "http_request", "method": "GET", "path": "/notes", "actor": "bob"}
+    assert (await env.step(fine)).wire()["observation"]["result"]["app_log"] == ""
 
 
 async def test_killed_sandbox_is_replaced_and_changes_survive(

@@ -82,7 +82,11 @@ async def test_sync_client_no_op_scores_zero(gateway: str) -> None:
 
 async def test_mcp_tool_client_episode(gateway: str, idor_bundle: Bundle) -> None:
     async with MCPToolClient(base_url=gateway) as client:
-        await client.reset(seed=23)
+        first = await client.reset(seed=23)  # openenv-core 0.3 keeps only metadata here
+        assert first.observation.metadata["task"].startswith("# Notes service")
+        assert "## Budget and grading" in first.observation.metadata["task"]
+        tools = await client.list_tools()  # read from inputSchema, the MCP spelling
+        assert tools[1].name == "read_file" and tools[1].input_schema["required"] == ["path"]
         listing = await client.call_tool("list_files")
         assert "app/routers/notes.py" in listing["output"]
         for name in ("verify", "reward", "score"):
@@ -106,8 +110,12 @@ async def test_mcp_http_session_cannot_read_a_score_mid_episode(gateway: str) ->
             return (await http.post("/mcp", json=body)).json()
 
         session = (await rpc("openenv/session/create"))["result"]["session_id"]
-        await rpc("a01gym/reset", session_id=session, seed=24)
+        reset = (await rpc("a01gym/reset", session_id=session, seed=24))["result"]
+        assert reset["observation"]["output"].startswith("# Notes service")
         run = await rpc("tools/call", session_id=session, name="run_tests", arguments={})
+        assert set(run["result"]) == {"content", "structuredContent", "isError", "data"}
+        assert run["result"]["structuredContent"] == run["result"]["data"]
+        assert run["result"]["content"][0]["text"] == run["result"]["data"]["output"]
         assert run["result"]["data"]["reward"] is None
         assert run["result"]["data"]["reward_breakdown"] is None
         state = (await rpc("a01gym/state", session_id=session))["result"]

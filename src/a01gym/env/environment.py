@@ -2,13 +2,14 @@
 
 :class:`A01Environment` is what the gateway holds per session. ``reset`` asks the
 :class:`~a01gym.env.sampler.CurriculumSampler` for a scenario, loads its workspace into a
-sandbox from the shared :class:`EnvRuntime`'s backend, starts the app and seeds the agent's
-(visible) world. Each ``step`` validates one action and runs it through
-:mod:`a01gym.env.tools`. The terminal step (``submit``, or the budget running out) takes the
-episode's changed files, overlays them on the pristine workspace, has
-:func:`a01gym.sandbox.verification.verify` grade them on a *fresh* sandbox with a re-randomised
-world, and turns the report into a reward with :mod:`a01gym.env.reward`. Until then no
-observation carries a reward; after it every step is refused.
+sandbox from the shared :class:`EnvRuntime`'s backend, starts the app, seeds the agent's
+(visible) world and answers with :mod:`a01gym.env.briefing`'s first observation. Each
+``step`` validates one action and runs it through :mod:`a01gym.env.tools`. The terminal step
+(``submit``, or the budget running out) takes the episode's changed files, overlays them on
+the pristine workspace, has :func:`a01gym.sandbox.verification.verify` grade them on a
+*fresh* sandbox with a re-randomised world, and turns the report into a reward with
+:mod:`a01gym.env.reward`. Until then no observation carries a reward; after it every step is
+refused.
 
 If the episode's sandbox dies, the environment replaces it once, replaying the agent's file
 changes (kept here as an overlay), and tells the agent; if that fails too the episode ends
@@ -30,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from a01gym import config
-from a01gym.env import models, reward, tools, warm
+from a01gym.env import briefing, models, reward, tools, warm
 from a01gym.env.logger import EPISODE_ID_PATTERN, EpisodeLog, RunLogger
 from a01gym.env.sampler import CurriculumSampler
 from a01gym.env.warm import WarmSpares
@@ -38,22 +39,11 @@ from a01gym.errors import EpisodeError, SandboxError
 from a01gym.sandbox import protocol, verification
 from a01gym.sandbox.backend import BackgroundReleases, Sandbox, SandboxBackend
 from a01gym.scenario.bundle import Bundle
-from a01gym.scenario.fixtures import FixtureValues
 from a01gym.scenario.manifest import Patch
 
 __all__ = ["A01Environment", "EnvRuntime", "ResetParams", "StepOutcome"]
 
 logger = logging.getLogger(__name__)
-
-_TOOL_USAGE = """\
-{"tool":"list_files"}
-{"tool":"read_file","path":"app/main.py","start_line":1,"end_line":120}
-{"tool":"search","pattern":"owner_id","path":"app"}
-{"tool":"http_request","method":"GET","path":"/items/1","actor":"alice","headers":{},"query":{},"json":null}
-{"tool":"edit_file","path":"app/main.py","old":"<exact unique text>","new":"<replacement>"}
-{"tool":"write_file","path":"app/new.py","content":"..."}
-{"tool":"run_tests"}
-{"tool":"submit"}"""
 
 
 class ResetParams(BaseModel):
@@ -301,7 +291,7 @@ class A01Environment:
             spares.want(bundle, warm.Kind.EPISODE)
             spares.want(bundle, warm.Kind.GRADING)  # ready by the time this episode ends
         episode_id = params.episode_id or uuid.uuid4().hex
-        briefing = self._briefing(bundle)
+        text, result = briefing.render(bundle)
         episode = _Episode(
             episode_id=episode_id,
             bundle=bundle,
@@ -312,17 +302,18 @@ class A01Environment:
         )
         self._episode = episode
         observation = models.A01Observation(
-            output=briefing[0],
-            result=briefing[1],
+            output=text,
+            result=result,
             phase=episode.phase,
             steps_left=episode.steps_left,
+            metadata={"task": text},
         )
         if episode.log is not None:
             episode.log.reset(
                 scenario=bundle.manifest.content_hash,
                 seed=seed,
                 split=entry.split,
-                briefing=briefing[0],
+                briefing=text,
                 ms=(time.perf_counter() - started) * 1000,
                 observation=StepOutcome(observation).wire()["observation"],
             )
@@ -330,58 +321,6 @@ class A01Environment:
             "episode %s started on scenario %s", episode_id, bundle.manifest.content_hash[:12]
         )
         return StepOutcome(observation)
-
-    def _briefing(self, bundle: Bundle) -> tuple[str, dict[str, Any]]:
-        manifest = bundle.manifest
-        world = FixtureValues(manifest.visible_seed)
-        actors = [
-            models.ActorInfo(
-                name=a.name,
-                role=a.role,
-                tenant=a.tenant,
-                description=a.description,
-                headers=world.render(a.headers),
-            )
-            for a in manifest.actors
-        ]
-        if not any(a.name == "anonymous" for a in actors):
-            actors.insert(
-                0,
-                models.ActorInfo(name="anonymous", role="anonymous", description="No credentials."),
-            )
-        files = [{"path": p, "size": len(c)} for p, c in sorted(bundle.workspace.items())]
-        task = bundle.workspace.get("TASK.md", b"").decode(errors="replace").strip()
-        budget = {
-            "max_steps": manifest.budget.max_steps,
-            "max_write_bytes": manifest.budget.max_write_bytes,
-        }
-        actor_lines = []
-        for a in actors:
-            who = f"{a.role}" + (f", tenant {a.tenant}" if a.tenant else "")
-            creds = ", ".join(f"{k}: {v}" for k, v in a.headers.items()) or "no credentials"
-            actor_lines.append(f"- {a.name} ({who}): {a.description} [{creds}]")
-        text = "\n\n".join(
-            [
-                f"# Task\n{task or manifest.title or manifest.name}",
-                f"# Access policy\n{manifest.policy or '(not given; infer it from the code)'}",
-                '# Actors (pick one with "actor" in http_request)\n' + "\n".join(actor_lines),
-                "# Files\n" + "\n".join(f"{f['path']} ({f['size']} bytes)" for f in files),
-                "# Tools (one JSON object per step)\n" + _TOOL_USAGE,
-                f"# Budget\n{budget['max_steps']} steps; each file write up to "
-                f"{budget['max_write_bytes']} bytes. The app restarts after every edit. "
-                'Send {"tool":"submit"} when the fix is done; hidden tests then grade it.',
-            ]
-        )
-        result = {
-            "task": task,
-            "policy": manifest.policy,
-            "actors": [a.model_dump() for a in actors],
-            "files": files,
-            "tools": list(models.TOOL_NAMES),
-            "budget": budget,
-            "scenario": manifest.content_hash,
-        }
-        return text, result
 
     # -- steps -------------------------------------------------------------------------------
     def _reply(

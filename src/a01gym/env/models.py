@@ -239,6 +239,11 @@ class A01Observation(_Wire):
     phase: Phase
     steps_left: int
     reward_breakdown: RewardBreakdown | None = None
+    metadata: dict[str, Any] = Field(
+        default_factory=dict,
+        description="OpenEnv's observation metadata. On reset, 'task' repeats output: "
+        "openenv-core 0.3's MCPToolClient keeps only metadata of a reset.",
+    )
 
 
 # -- state -----------------------------------------------------------------------------------

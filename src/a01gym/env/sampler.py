@@ -11,7 +11,7 @@ Weights file (JSON or YAML), a flat mapping from a key to a non-negative weight;
 specific key wins: ``"family/difficulty"``, then ``"family"`` (or ``"family/*"``), then
 ``"*/difficulty"``, then ``"*"``; anything unmatched weighs 1.0::
 
-    {"idor/hard": 3.0, "idor": 2.0, "*/easy": 0.5, "*": 1.0}
+    {"F07/hard": 3.0, "F07": 2.0, "*/easy": 0.5, "*": 1.0}
 """
 
 from __future__ import annotations

@@ -109,7 +109,8 @@ class ToolContext:
 
 
 def tool_specs() -> list[dict[str, Any]]:
-    """MCP tool descriptions: ``name``, ``description`` and an ``input_schema`` per tool."""
+    """MCP tool descriptions: ``name``, ``description`` and ``inputSchema`` (the MCP spec's
+    spelling, which OpenEnv's clients read too) per tool."""
     specs = []
     for name, model in _ACTION_MODELS.items():
         schema = model.model_json_schema(by_alias=True)
@@ -119,7 +120,7 @@ def tool_specs() -> list[dict[str, Any]]:
             schema.pop("required")
         schema.pop("title", None)
         description = (model.__doc__ or name).strip()
-        specs.append({"name": name, "description": description, "input_schema": schema})
+        specs.append({"name": name, "description": description, "inputSchema": schema})
     return specs
 
 
@@ -223,6 +224,12 @@ async def _read_file(client: SupervisorClient, action: models.ReadFile) -> ToolO
         return ToolOutcome.fail(models.ErrorCode.INVALID_ACTION, "end_line is before start_line")
     content = await client.read_file(action.path)
     lines = content.splitlines()
+    if action.start_line and action.start_line > max(len(lines), 1):
+        return ToolOutcome.fail(
+            models.ErrorCode.INVALID_ACTION,
+            f"start_line {action.start_line} is past the end of {action.path} "
+            f"({len(lines)} lines); read with start_line at most {max(len(lines), 1)}",
+        )
     start = (action.start_line or 1) - 1
     end = min(action.end_line or len(lines), len(lines), start + MAX_READ_LINES)
     shown = lines[start:end]
@@ -282,6 +289,8 @@ async def _http_request(
         f"{action.method} {action.path} as {action.actor} -> HTTP {response.status}\n"
         f"{headers}\n\n{shown}" + ("\n… (body truncated)" if cut else "")
     )
+    if response.app_log:
+        text += f"\n\nThe app logged:\n{response.app_log}"
     return ToolOutcome(
         text,
         {
@@ -290,6 +299,7 @@ async def _http_request(
             "body": shown,
             "truncated": cut,
             "elapsed_ms": round(response.elapsed_ms, 3),
+            "app_log": response.app_log,
         },
     )
 

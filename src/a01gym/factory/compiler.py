@@ -32,9 +32,9 @@ LEAK_WORDS = re.compile(
 
 _HINTS = {
     0: "Users report that the app does not always behave as the access policy below says.",
-    1: "A security audit found that the app does not enforce the access policy below somewhere.",
+    1: "A security audit found that the app does not enforce the access policy below.",
     2: "A security audit found a Broken Access Control weakness (OWASP Top 10 2021, A01): "
-    "the app does not enforce the access policy below somewhere.",
+    "the app does not enforce the access policy below.",
 }
 
 
@@ -48,7 +48,7 @@ def task_text(spec: ScenarioSpec, policy_lines: list[str]) -> str:
     level = spec.knobs.hint_level
     hint = _HINTS.get(level) or (
         f"A security audit found a Broken Access Control weakness (OWASP Top 10 2021, A01; "
-        f"{spec.bug.cwe}): the app does not enforce the access policy below somewhere."
+        f"{spec.bug.cwe}): the app does not enforce the access policy below."
     )
     if level >= 4:
         hint += " The visible test whose id starts with `visible.exploit` reproduces it."
@@ -73,9 +73,9 @@ def task_text(spec: ScenarioSpec, policy_lines: list[str]) -> str:
             "## Task",
             "",
             hint,
-            "Change the code so that the policy holds, without breaking legitimate use: every "
-            "route must keep working, with the same response shape, for everyone the policy "
-            "allows. Do not remove routes.",
+            "The weakness may sit in more than one place. Change the code so that the policy "
+            "holds everywhere, without breaking legitimate use: every route must keep working, "
+            "with the same response shape, for everyone the policy allows. Do not remove routes.",
             "",
             "## Access policy",
             "",
@@ -85,7 +85,7 @@ def task_text(spec: ScenarioSpec, policy_lines: list[str]) -> str:
             "",
             *actors,
             "",
-            "The request tool sends the right credentials when you name an actor.",
+            "`http_request` sends an actor's credentials when you name it in `actor`.",
             "",
         ]
     )
@@ -116,7 +116,7 @@ def policy_lines(spec: ScenarioSpec) -> list[str]:
         ("record", "delete"): f"Delete {label}",
         ("profile", "read"): "See another user's public profile (id, username, display name)",
         ("profile", "update"): "Change an account's display name and e-mail",
-        ("profile", "impersonate"): "Act as another user (X-Act-As header) for support cases",
+        ("profile", "impersonate"): "Act as another user by sending the X-Act-As header",
         ("admin", "manage"): "Use /admin (accounts, roles, audit log); change roles",
         ("files", "read"): "Download a stored file",
         ("debug", "read"): "See the diagnostics page (/debug/config)",

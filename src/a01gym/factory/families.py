@@ -15,9 +15,11 @@ from typing import Literal
 __all__ = [
     "FAMILIES",
     "OWASP_A01",
+    "PLANNED",
     "TRAP_KINDS",
     "Family",
     "TrapKind",
+    "catalog_table",
     "family",
 ]
 
@@ -183,6 +185,42 @@ FAMILIES: dict[str, Family] = {
         ),
     )
 }
+
+
+PLANNED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "F11": ("Open redirect", ("CWE-601",)),
+    "F12": ("CORS misconfiguration with credentials", ("CWE-942", "CWE-346")),
+    "F15": ("JWT verification skipped or weakened", ("CWE-347", "CWE-345", "CWE-287")),
+    "F16": (
+        "Predictable or unbound reset, invite or share tokens",
+        ("CWE-640", "CWE-330", "CWE-639"),
+    ),
+    "F18": (
+        "State-changing GET, CSRF-able cookie-authenticated endpoints",
+        ("CWE-352", "CWE-1275"),
+    ),
+    "F19": ("Optional-auth dependency misused as required", ("CWE-862", "CWE-287")),
+    "F20": (
+        "Privilege escalation through role or permission management",
+        ("CWE-269", "CWE-266", "CWE-863"),
+    ),
+}
+"""Catalog families the mutator cannot inject yet: id -> (title, CWEs). Listed so the docs
+name all 20 ids; a scenario config naming one is refused like any unknown family."""
+
+
+def catalog_table() -> str:
+    """The Markdown table of all 20 family ids that ``docs/families.md`` carries."""
+    rows = [
+        (f.id, f.title, ", ".join(f.cwes), "yes", ", ".join(f.sites)) for f in FAMILIES.values()
+    ]
+    rows += [(i, title, ", ".join(cwes), "not yet", "") for i, (title, cwes) in PLANNED.items()]
+    lines = [
+        "| id | family | CWEs (first: the label) | implemented | sites |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [f"| {' | '.join(row)} |" for row in sorted(rows)]
+    return "\n".join(lines) + "\n"
 
 
 def family(family_id: str) -> Family:

@@ -20,18 +20,19 @@ __all__ = ["GatewayContext", "tool_result"]
 
 
 def tool_result(wire: dict[str, Any]) -> dict[str, Any]:
-    """An MCP tool result (FastMCP's snake_case shape) wrapping one observation payload.
+    """An MCP ``CallToolResult`` (the spec's field names) wrapping one observation payload.
 
-    ``data`` is what ``MCPToolClient.call_tool`` returns: the observation, plus the step's
-    ``reward`` and ``done`` so tool-only clients see the end of an episode.
+    ``structuredContent`` is the observation plus the step's ``reward`` and ``done``, so
+    tool-only clients see the end of an episode. ``data`` repeats it because that is the key
+    OpenEnv's ``MCPToolClient.call_tool`` returns (FastMCP's client-side name).
     """
     observation = wire["observation"]
     data = {**observation, "reward": wire["reward"], "done": wire["done"]}
     return {
         "content": [{"type": "text", "text": observation.get("output", "")}],
-        "structured_content": data,
+        "structuredContent": data,
+        "isError": observation.get("error") is not None,
         "data": data,
-        "is_error": observation.get("error") is not None,
     }
 
 

@@ -30,13 +30,12 @@ import signal
 import socket
 import sys
 import time
-import traceback
 from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
 
-from a01gym.sandbox import appserver, isolation, warmup
+from a01gym.sandbox import appserver, isolation, tracebacks, warmup
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import AppState, AppStatus
 
@@ -117,14 +116,14 @@ def run_app(
         module_name, _, attribute = entrypoint.partition(":")
         try:
             app = getattr(importlib.import_module(module_name), attribute)
-        except BaseException:
-            traceback.print_exc()
+        except BaseException as exc:
+            print(tracebacks.format_exception(exc), end="", file=sys.stderr)
             code = 3
             raise
         code = asyncio.run(_serve(app, layout, ready_fd))
-    except BaseException:
+    except BaseException as exc:
         if code != 3:
-            traceback.print_exc()
+            print(tracebacks.format_exception(exc), end="", file=sys.stderr)
     finally:
         sys.stderr.flush()
         os._exit(code)
@@ -166,6 +165,7 @@ class AppProcess:
         self.pid: int | None = None
         self.error: str | None = None
         self.start_ms: float | None = None
+        self._error_told: str | None = None
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         self._sock.setblocking(False)
@@ -223,6 +223,32 @@ class AppProcess:
         tail = self.log_tail()
         return f"{reason}\n{tail}" if tail else reason
 
+    def tell_error(self) -> str:
+        """The app's error for the agent: whole the first time, then only its first line, so
+        a traceback is not repeated in every later result."""
+        error = self.error or ""
+        if error and error == self._error_told:
+            return f"{error.splitlines()[0]} (its traceback was shown when it happened)"
+        self._error_told = error
+        return error
+
+    def log_size(self) -> int:
+        """Where the app's log ends now (see :meth:`log_since`)."""
+        try:
+            return os.stat(self._layout.app_log).st_size
+        except OSError:
+            return 0
+
+    def log_since(self, offset: int) -> str:
+        """What the app logged after ``offset`` (at most the last 4000 bytes)."""
+        try:
+            with open(self._layout.app_log, "rb") as log:
+                end = log.seek(0, os.SEEK_END)
+                log.seek(max(offset, end - _LOG_TAIL_BYTES) if end >= offset else 0)
+                return log.read().decode(errors="replace").strip()
+        except OSError:
+            return ""
+
     def log_tail(self) -> str:
         try:
             with open(self._layout.app_log, "rb") as log:
@@ -252,6 +278,7 @@ class AppProcess:
     async def start(self, entrypoint: str) -> AppStatus:
         """(Re)start the app and wait until it reports ready, exits, or times out."""
         await self.stop()
+        self._error_told = None  # a failed start is news even when it failed the same way
         began = time.perf_counter()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._layout.app_sock)

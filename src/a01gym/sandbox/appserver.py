@@ -26,13 +26,13 @@ import asyncio
 import contextlib
 import functools
 import sys
-import traceback
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
 import h11
 
+from a01gym.sandbox import tracebacks
 from a01gym.sandbox.http11 import read_request, serve_connection
 from a01gym.tasks import cancel_and_wait
 
@@ -49,6 +49,12 @@ class StartupFailed(Exception):
 
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+def _current_traceback() -> str:
+    """The exception being handled, with the workspace's frames only (the app's cwd)."""
+    exc = sys.exc_info()[1]
+    return tracebacks.format_exception(exc) if exc is not None else ""
 
 
 class AppServer:
@@ -83,7 +89,7 @@ class AppServer:
                 if started.done():
                     return
                 if receive.used:  # it took part in the protocol, then failed: a startup error
-                    started.set_exception(StartupFailed(traceback.format_exc()))
+                    started.set_exception(StartupFailed(_current_traceback()))
                 else:  # "lifespan unsupported": start without it, like uvicorn
                     started.set_result(None)
             else:
@@ -281,7 +287,7 @@ class _Response:
 
     def failed(self) -> None:
         """The app raised: log it; answer 500 unless it had answered already."""
-        _log(f"Exception in ASGI application\n{traceback.format_exc()}")
+        _log(f"Exception in ASGI application\n{_current_traceback()}")
         if self.status is None:
             self.error()
         self.keep_alive = False

@@ -146,6 +146,9 @@ class ProxyResponse(_Model):
     body: str
     truncated: bool = False
     elapsed_ms: float
+    app_log: str = Field(
+        "", description="On a 5xx: what the app logged meanwhile (its traceback), else empty."
+    )
 
 
 class SeedRequest(_Model):

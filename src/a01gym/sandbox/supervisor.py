@@ -149,7 +149,10 @@ class Supervisor:
         async with self._app_lock:
             self._http.close()
             self._seeded = None  # a starting app may write its database
-            return await self.app.start(self.entrypoint)
+            status = await self.app.start(self.entrypoint)
+            if status.error is None:
+                return status
+            return status.model_copy(update={"error": self.app.tell_error()})
 
     async def stop_app(self) -> protocol.AppStatus:
         async with self._app_lock:
@@ -158,7 +161,7 @@ class Supervisor:
 
     async def proxy(self, request: protocol.ProxyRequest) -> protocol.ProxyResponse:
         if self.app.state is not protocol.AppState.RUNNING:
-            detail = f": {self.app.error}" if self.app.error else ""
+            detail = f": {self.app.tell_error()}" if self.app.error else ""
             raise SupervisorError(ErrorCode.APP_NOT_RUNNING, f"the app is not running{detail}")
         headers: dict[str, str] = {}
         if request.actor is not None:
@@ -177,6 +180,7 @@ class Supervisor:
             body = request.body.encode()
         timeout = request.timeout_s or self.limits.app_request_timeout_s
         started = time.perf_counter()
+        log_mark = self.app.log_size()
         try:
             response = await self._http.request(
                 request.method,
@@ -188,7 +192,7 @@ class Supervisor:
             )
         except BadResponseError as exc:
             await asyncio.sleep(0.01)  # if it crashed, let the notification arrive first
-            detail = self.app.error or str(exc)
+            detail = self.app.tell_error() or str(exc)
             raise SupervisorError(ErrorCode.APP_BAD_RESPONSE, detail) from exc
         except ValueError as exc:
             raise SupervisorError(ErrorCode.BAD_REQUEST, str(exc)) from exc
@@ -198,7 +202,7 @@ class Supervisor:
             ) from exc
         except OSError as exc:
             await asyncio.sleep(0.01)  # let a crash notification arrive first
-            detail = self.app.error or exc.__class__.__name__
+            detail = self.app.tell_error() or exc.__class__.__name__
             raise SupervisorError(ErrorCode.APP_NOT_RUNNING, f"the app is down: {detail}") from exc
         text = response.body.decode(errors="replace")
         return protocol.ProxyResponse(
@@ -207,6 +211,7 @@ class Supervisor:
             body=text[:_MAX_RESPONSE_CHARS],
             truncated=len(text) > _MAX_RESPONSE_CHARS,
             elapsed_ms=(time.perf_counter() - started) * 1000,
+            app_log=self.app.log_since(log_mark) if response.status >= 500 else "",
         )
 
     # -- database ----------------------------------------------------------------------------

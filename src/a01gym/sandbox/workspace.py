@@ -132,11 +132,19 @@ class Workspace:
         self, pattern: str, path: str | None, max_matches: int
     ) -> list[tuple[str, int, str]]:
         """Fixed-string search (like ``grep -F``): no regex, so no catastrophic backtracking."""
-        prefix = "" if path in (None, "", ".") else self.resolve(path).relative_to(self.root)
+        prefix = "" if path in (None, "", ".") else str(self.resolve(path).relative_to(self.root))
+        files = self.files()
+        inside = {
+            name: content
+            for name, content in files.items()
+            if not prefix or name == prefix or name.startswith(f"{prefix}/")
+        }
+        if prefix and not inside:  # "0 matches" would read as "the code has no such text"
+            raise WorkspaceError(
+                "not_found", f"no file or folder {path!r}; list_files shows what exists"
+            )
         matches: list[tuple[str, int, str]] = []
-        for name, content in self.files().items():
-            if prefix and not (name == str(prefix) or name.startswith(f"{prefix}/")):
-                continue
+        for name, content in inside.items():
             try:
                 text = content.decode()
             except UnicodeDecodeError:

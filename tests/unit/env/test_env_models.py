@@ -64,14 +64,15 @@ def test_invalid_actions_become_error_outcomes_naming_the_problem(
 def test_tool_specs_match_the_action_union() -> None:
     specs = {spec["name"]: spec for spec in tools.tool_specs()}
     assert tuple(specs) == models.TOOL_NAMES
-    assert set(specs["read_file"]["input_schema"]["properties"]) == {
+    assert set(specs["read_file"]["inputSchema"]["properties"]) == {
         "path",
         "start_line",
         "end_line",
     }
-    assert specs["read_file"]["input_schema"]["required"] == ["path"]
-    assert "tool" not in specs["submit"]["input_schema"]["properties"]
-    assert "json" in specs["http_request"]["input_schema"]["properties"]
+    assert all(set(spec) == {"name", "description", "inputSchema"} for spec in specs.values())
+    assert specs["read_file"]["inputSchema"]["required"] == ["path"]
+    assert "tool" not in specs["submit"]["inputSchema"]["properties"]
+    assert "json" in specs["http_request"]["inputSchema"]["properties"]
     reserved = {"reset", "step", "state", "close"}
     assert not reserved & set(specs)
 
@@ -86,4 +87,5 @@ def test_observation_schema_has_no_reward_field_outside_the_breakdown() -> None:
         "phase",
         "steps_left",
         "reward_breakdown",
+        "metadata",
     }

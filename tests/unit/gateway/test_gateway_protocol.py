@@ -220,7 +220,7 @@ async def test_mcp_json_rpc_over_http_with_persistent_sessions(echo_gateway: Any
         reset = await rpc(http, "a01gym/reset", session_id=session, seed=5)
         assert reset["result"]["observation"]["output"] == "reset seed=5"
         called = await rpc(http, "tools/call", session_id=session, name="submit", arguments={})
-        assert called["result"]["data"]["done"] is True and called["result"]["is_error"] is False
+        assert called["result"]["data"]["done"] is True and called["result"]["isError"] is False
         missing = await rpc(http, "tools/call", session_id=session, name="nope", arguments={})
         assert missing["error"]["code"] == -32602
         closed = await rpc(http, "openenv/session/close", session_id=session)

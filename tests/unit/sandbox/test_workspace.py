@@ -68,3 +68,11 @@ def test_search_is_fixed_string(workspace):
     assert workspace.search("x = 1", None, 10) == [("app/main.py", 1, "x = 1")]
     assert workspace.search("(a+)+$", None, 10) == []
     assert workspace.search("fix", "app", 10) == []
+
+
+@pytest.mark.parametrize("path", ["app/routers", "nope.py", "ap"])
+def test_search_under_a_missing_path_is_a_clear_error(workspace, path):
+    with pytest.raises(WorkspaceError) as error:
+        workspace.search("x", path, 10)
+    assert error.value.code == "not_found" and "list_files" in error.value.message
+    assert workspace.search("x = 1", "app/main.py", 10) == [("app/main.py", 1, "x = 1")]

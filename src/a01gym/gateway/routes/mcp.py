@@ -3,9 +3,10 @@
 Methods (OpenEnv's set plus two for episodes, which plain MCP has no verb for):
 
 * ``initialize``, ``ping``
-* ``tools/list`` → ``{"tools": [{name, description, input_schema}]}``
-* ``tools/call`` ``{name, arguments, session_id?}`` → an MCP tool result whose ``data`` is the
-  observation; a refused call (unknown tool, bad arguments) is a ``-32602`` error
+* ``tools/list`` → ``{"tools": [{name, description, inputSchema}]}``
+* ``tools/call`` ``{name, arguments, session_id?}`` → an MCP tool result (``content``,
+  ``structuredContent``, ``isError``) whose ``data`` is the observation; a refused call
+  (unknown tool, bad arguments) is a ``-32602`` error
 * ``openenv/session/create`` / ``openenv/session/close`` (HTTP only: persistent sessions)
 * ``a01gym/reset`` ``{session_id?, seed?, …}`` and ``a01gym/state`` ``{session_id?}``
 

@@ -1,0 +1,43 @@
+"""The docs agree with the code they describe: the family table and the weights example."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from a01gym.env import sampler
+from a01gym.factory import families
+
+DOCS = Path(__file__).parents[2] / "docs"
+
+
+def test_family_table_matches_the_registry() -> None:
+    text = (DOCS / "families.md").read_text()
+    block = re.search(r"<!-- families:begin -->\n(.*?)<!-- families:end -->", text, re.DOTALL)
+    assert block is not None, "docs/families.md lost its generated block"
+    assert block.group(1) == families.catalog_table(), (
+        "docs/families.md is out of date: run .venv/bin/python tools/families_doc.py"
+    )
+
+
+def test_the_table_names_all_twenty_ids_once_and_marks_the_missing_ones() -> None:
+    rows = [line.split(" | ") for line in families.catalog_table().splitlines()[2:]]
+    assert [row[0].lstrip("| ") for row in rows] == [f"F{n:02d}" for n in range(1, 21)]
+    for row in rows:
+        family_id, implemented = row[0].lstrip("| "), row[3]
+        assert implemented == ("yes" if family_id in families.FAMILIES else "not yet")
+        assert row[2].startswith("CWE-")
+    assert not set(families.PLANNED) & set(families.FAMILIES)
+
+
+def test_the_documented_weights_example_loads_and_names_real_families(tmp_path: Path) -> None:
+    text = (DOCS / "families.md").read_text()
+    example = re.search(r"```json\n(.*?)\n```", text, re.DOTALL)
+    assert example is not None
+    path = tmp_path / "weights.json"
+    path.write_text(example.group(1))
+    weights = sampler.load_weights(path)
+    assert weights == json.loads(example.group(1))
+    for key in weights:
+        assert key == "*" or key.split("/")[0] in families.FAMILIES or key.startswith("*/")
