@@ -38,7 +38,12 @@ def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     work = tmp_path_factory.mktemp("smoke")
     pipeline.build_demo(work / "cache", count=12, seed=0)
     completed = _run(
-        "train", "--smoke", "--cache", str(work / "cache"), "--output-dir", str(work / "run"),
+        "train",
+        "--smoke",
+        "--cache",
+        str(work / "cache"),
+        "--output-dir",
+        str(work / "run"),
         cwd=work,
     )
     assert completed.returncode == 0, completed.stderr[-4000:]
@@ -126,12 +131,18 @@ def test_held_out_eval_puts_base_and_trained_side_by_side(smoke_run: Path) -> No
     out = smoke_run.parent / "eval"
     completed = _run(
         "eval",
-        "--model", str(smoke_run / "sft-model"),
-        "--adapter", str(smoke_run / "adapter"),
-        "--split", "eval",
-        "--episodes", "4",
-        "--cache", str(smoke_run.parent / "cache"),
-        "--out", str(out),
+        "--model",
+        str(smoke_run / "sft-model"),
+        "--adapter",
+        str(smoke_run / "adapter"),
+        "--split",
+        "eval",
+        "--episodes",
+        "4",
+        "--cache",
+        str(smoke_run.parent / "cache"),
+        "--out",
+        str(out),
         "--json",
         cwd=smoke_run.parent,
     )
