@@ -4,6 +4,7 @@ human-readable summary line on stderr, with every metric checked against its tar
 from __future__ import annotations
 
 import json
+import operator
 import os
 import sys
 import time
@@ -13,7 +14,14 @@ from typing import Any
 __all__ = ["Targets", "emit"]
 
 Targets = dict[str, tuple[str, float]]
-"""metric name -> (``"<="`` or ``">="``, bound)."""
+"""metric name -> (``"<="``, ``">="``, ``"<"`` or ``">"``, bound)."""
+
+_COMPARE = {
+    "<=": operator.le,
+    ">=": operator.ge,
+    "<": operator.lt,
+    ">": operator.gt,
+}
 
 
 def emit(
@@ -27,8 +35,7 @@ def emit(
 ) -> dict[str, Any]:
     """Print (and maybe write) the report; returns it."""
     verdicts = {
-        metric: (metrics[metric] <= bound if op == "<=" else metrics[metric] >= bound)
-        for metric, (op, bound) in targets.items()
+        metric: _COMPARE[op](metrics[metric], bound) for metric, (op, bound) in targets.items()
     }
     report = {
         "benchmark": name,

@@ -88,6 +88,9 @@ class DataSettings(_Section):
     difficulty: str | None = None
     seed_start: int = Field(0, ge=0)
     seeds: int = Field(64, ge=1, description="Distinct episodes (dataset rows).")
+    scenarios: list[str] = Field(
+        default_factory=list, description="Scenario hashes to cycle through (empty: sampled)."
+    )
 
 
 class SftSettings(_Section):

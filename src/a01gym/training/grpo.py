@@ -50,6 +50,8 @@ def build_dataset(cfg: train_config.TrainConfig) -> Any:
             row["family"] = family
         if cfg.data.difficulty:
             row["difficulty"] = cfg.data.difficulty
+        if cfg.data.scenarios:
+            row["scenario"] = cfg.data.scenarios[offset % len(cfg.data.scenarios)]
         rows.append({"prompt": rollouts.row_prompt(row), **row})
     return Dataset.from_list(rows)
 

@@ -1,6 +1,8 @@
 """``a01gym train --smoke``: the whole training path on CPU in minutes, with nothing downloaded.
 
-1. the scripted solver plays train episodes through the gateway (its logs are the SFT data);
+1. the scripted solver plays train episodes through the gateway (its logs are the SFT data,
+   fetched back from the gateway's artifacts route, so a remote gateway, e.g. a cluster's,
+   works as well as the in-process one);
 2. ``export-trajectories`` turns those logs into a chat dataset with tool calls;
 3. a tiny tokenizer and model are built locally (:mod:`a01gym.training.tiny`), the BPE trained
    on those trajectories so prompts stay short;
@@ -16,8 +18,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import uuid
 from pathlib import Path
 from typing import Any
+
+import httpx
+from openenv.core.generic_client import GenericEnvClient
 
 from a01gym.training import config as train_config
 from a01gym.training import eval as evaluation
@@ -51,23 +57,63 @@ def _corpus(dataset_dir: Path) -> list[str]:
     return texts
 
 
+class _NamedClient(GenericEnvClient):
+    """A session whose next reset carries ``episode_id``, to fetch that episode's log later."""
+
+    episode_id = ""
+
+    async def reset(self, **kwargs: Any) -> Any:
+        return await super().reset(episode_id=self.episode_id, **kwargs)
+
+
 def solver_episodes(
-    url: str, cache: Path, *, episodes: int, split: str, seed: int, concurrency: int = 4
+    url: str,
+    cache: Path,
+    *,
+    episodes: int,
+    split: str,
+    seed: int,
+    logs: Path,
+    concurrency: int = 4,
 ) -> list[evaluation.EpisodeRecord]:
-    """Play the scripted solver over ``episodes`` seeds; the gateway logs them."""
+    """Play the scripted solver over ``episodes`` seeds and copy each episode's ``steps.jsonl``
+    from the gateway into ``logs/episodes/<episode_id>/`` (the gateway may be elsewhere)."""
     from a01gym.env.sampler import open_source
 
     source = open_source(cache)
-    return asyncio.run(
-        evaluation.run_eval(
-            url,
-            lambda: solver.SolverAgent(source),
-            episodes=episodes,
-            concurrency=concurrency,
-            split=split,
-            seed=seed,
-        )
-    )
+    prefix = f"smoke-{uuid.uuid4().hex[:12]}"
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for index in range(episodes):
+        queue.put_nowait(index)
+    records: list[evaluation.EpisodeRecord] = []
+
+    async def worker(http: httpx.AsyncClient) -> None:
+        async with _NamedClient(base_url=url, message_timeout_s=300) as env:
+            while not queue.empty():
+                index = queue.get_nowait()
+                env.episode_id = f"{prefix}-{index}"
+                agent = solver.SolverAgent(source)
+                record = await evaluation.run_episode(
+                    env, agent, index=index, seed=seed + index, split=split
+                )
+                records.append(record)
+                response = await http.get(f"/episodes/{env.episode_id}/artifacts")
+                if response.status_code != 200:
+                    logger.warning("no log for %s: HTTP %d", env.episode_id, response.status_code)
+                    continue
+                # The gateway's own layout: an in-process gateway already wrote it there.
+                target = logs / "episodes" / env.episode_id / "steps.jsonl"
+                steps = response.json()["files"].get("steps.jsonl")
+                if steps is not None and not target.exists():
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    target.write_text(steps, encoding="utf-8")
+
+    async def play() -> None:
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            await asyncio.gather(*(worker(http) for _ in range(max(1, min(concurrency, episodes)))))
+
+    asyncio.run(play())
+    return sorted(records, key=lambda r: r.index)
 
 
 def prepare(
@@ -81,6 +127,7 @@ def prepare(
         episodes=max(8, cfg.data.seeds * 2),
         split=cfg.data.split,
         seed=cfg.data.seed_start + 10_000,
+        logs=episode_logs,
     )
     solved = sum(r.reward == 1.0 for r in records)
     logger.info("solver: %d of %d episodes solved", solved, len(records))

@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from stack import CHART, Stack, render_chart
 
 from a01gym.operator import crd
+from a01gym.training import config as train_config
 
 VALUES = sorted((CHART / "ci").glob("*.yaml"))
 
@@ -109,3 +112,117 @@ def test_chart_rbac_is_namespaced_and_denies_everything_else(stack: Stack) -> No
     assert not allowed(gateway, "list", "secrets", ns)
     assert not allowed(gateway, "create", "pods", ns)
     assert not allowed(gateway, "patch", "episodes/status", ns, "a01gym.dev")
+
+
+# -- the GRPO training Job ------------------------------------------------------------------
+TOOLS = Path(__file__).resolve().parents[3] / "tools"
+
+
+def _grpo(docs: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]]:
+    (job,) = [d for d in docs if d["kind"] == "Job" and d["metadata"]["name"].endswith("-grpo-1")]
+    (config_map,) = [d for d in docs if d["kind"] == "ConfigMap"]
+    return job, config_map
+
+
+def test_chart_schema_for_the_training_config_is_the_train_config_model() -> None:
+    sys.path.insert(0, str(TOOLS))
+    import chart_schema
+
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    assert schema["definitions"]["trainConfig"] == chart_schema.train_config_schema(), (
+        "jobs.grpo.config's schema drifted from TrainConfig: run "
+        ".venv/bin/python tools/chart_schema.py"
+    )
+
+
+def test_grpo_job_runs_train_with_the_values_config_gateway_cache_and_output(
+    stack: Stack, tmp_path: Path
+) -> None:
+    docs = render_chart(
+        stack.plane.bin_dir / "helm", stack.namespace, include_crds=False,
+        values_files=(CHART / "ci" / "full-values.yaml",),
+    )  # fmt: skip
+    job, config_map = _grpo(docs)
+    assert config_map["metadata"]["name"] == job["metadata"]["name"]
+    (tmp_path / "train.json").write_text(config_map["data"]["train.json"])
+    config = train_config.load_config(tmp_path / "train.json")  # as `train --config` reads it
+    assert (config.model, config.lora.r, config.grpo["learning_rate"]) == (
+        "/models/Qwen3-0.6B",
+        16,
+        1e-5,
+    )
+    spec = job["spec"]
+    assert (spec["backoffLimit"], spec["activeDeadlineSeconds"]) == (0, 86400)
+    assert spec["ttlSecondsAfterFinished"] == 86400
+    pod = spec["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["args"] == [
+        "train", "--config", "/etc/a01gym/train.json",
+        "--gateway-url", "http://a01gym-gateway:8000", "--cache", "/scenarios",
+        "--output-dir", "/runs/qwen3-f01-f02", "--max-steps", "200",
+    ]  # fmt: skip
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["HF_HUB_OFFLINE"] == "1"
+    assert env["TRACKIO_DIR"] == "/runs/qwen3-f01-f02/trackio"
+    assert env["OMP_NUM_THREADS"] == "8"
+    assert all(env[k].startswith("/tmp") for k in ("HOME", "HF_HOME", "XDG_CACHE_HOME"))
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["automountServiceAccountToken"] is False
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert mounts["/scenarios"]["readOnly"] and mounts["/models"]["readOnly"]
+    assert mounts["/etc/a01gym"]["readOnly"]
+    assert volumes[mounts["/runs"]["name"]]["persistentVolumeClaim"] == {"claimName": "a01gym-runs"}
+    assert volumes[mounts["/scenarios"]["name"]]["persistentVolumeClaim"]["readOnly"] is True
+    assert "emptyDir" in volumes[mounts["/tmp"]["name"]]
+
+
+def test_grpo_job_smoke_writes_to_an_empty_dir_under_the_release_run_name(stack: Stack) -> None:
+    docs = render_chart(
+        stack.plane.bin_dir / "helm", stack.namespace, include_crds=False,
+        values_files=(CHART / "ci" / "grpo-smoke-values.yaml",),
+    )  # fmt: skip
+    job, config_map = _grpo(docs)
+    (container,) = job["spec"]["template"]["spec"]["containers"]
+    assert container["args"][-3:] == ["--output-dir", "/runs/a01gym-grpo-1", "--smoke"]
+    assert yaml.safe_load(config_map["data"]["train.json"]) == {}
+    volumes = {v["name"]: v for v in job["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["output"] == {"name": "output", "emptyDir": {}}
+
+
+@pytest.mark.parametrize(
+    ("values", "error"),
+    [
+        ({"enabled": True}, "model"),  # a real run needs a model
+        ({"enabled": True, "smoke": True, "config": {"lora": {"rank": 4}}}, "rank"),
+        ({"enabled": True, "smoke": True, "config": {"rollout": {"path": "fast"}}}, "rollout/path"),
+        ({"enabled": True, "smoke": True, "maxSteps": 0}, "maxSteps"),
+        ({"enabled": True, "smoke": True, "output": {"mountPath": "runs"}}, "mountPath"),
+    ],
+    ids=["no-model", "config-typo", "config-enum", "zero-steps", "relative-mount"],
+)
+def test_helm_refuses_bad_training_values_naming_the_field(
+    stack: Stack, tmp_path: Path, values: dict[str, Any], error: str
+) -> None:
+    path = tmp_path / "values.yaml"
+    path.write_text(yaml.safe_dump({"jobs": {"grpo": values}}))
+    result = subprocess.run(
+        [str(stack.plane.bin_dir / "helm"), "lint", str(CHART), "-f", str(path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert error in result.stdout + result.stderr
+
+
+def test_grpo_job_without_a_gateway_says_which_value_to_set(stack: Stack, tmp_path: Path) -> None:
+    path = tmp_path / "values.yaml"
+    values = {"gateway": {"enabled": False}, "jobs": {"grpo": {"enabled": True, "smoke": True}}}
+    path.write_text(yaml.safe_dump(values))
+    result = subprocess.run(
+        [str(stack.plane.bin_dir / "helm"), "template", "a01gym", str(CHART), "-f", str(path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "jobs.grpo.gatewayUrl" in result.stderr

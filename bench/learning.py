@@ -1,0 +1,217 @@
+"""Learning benchmark: does GRPO on this environment improve a (tiny) policy on unseen scenarios?
+
+One family in one domain (``--family``, ``--domain``; the fix is small and similar across seeds),
+built into a fresh cache with the offline factory and served by an in-process gateway on local
+sandboxes. The scenarios are split in two: the scripted solver plays the *training* ones (its
+logs become the SFT data), a tiny model built locally is warm-started on them with SFT, then
+trained with GRPO + LoRA on the same training scenarios for ``--grpo-steps`` steps. The
+*held-out* scenarios (same family and domain, other seeds: other names, ids and layouts of the
+same bug) are played greedily before GRPO (the SFT model) and after it (SFT + adapter).
+
+Reports mean reward before and after, ``reward_gain_ci_low`` (the lower end of the paired 95%
+bootstrap interval of the gain; target > 0), ``invalid_action_rate_ratio`` (after ÷ before;
+target <= 0.5), and where the gain came from: ``gain_from_fixes`` (episodes that became
+reward-1 fixes) against ``gain_from_penalties`` (reward change on episodes that were not fixed
+either way: fewer invalid actions and steps).
+
+    python bench/learning.py --quick --json-out runs/bench/learning.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import report
+
+TARGETS = {
+    "reward_gain_ci_low": (">", 0.0),
+    "invalid_action_rate_ratio": ("<=", 0.5),
+}
+
+
+async def _solve(url: str, cache: Path, hashes: list[str]) -> list[float]:
+    """The scripted solver on each scenario (the gateway logs every episode)."""
+    from a01gym.env.sampler import open_source
+    from a01gym.training import session, solver
+
+    source = open_source(cache)
+
+    async def one(digest: str) -> float:
+        episode = session.EpisodeSession(url)
+        agent = solver.SolverAgent(source)
+        try:
+            await episode.reset(scenario=digest, split="train")
+            await agent.start(episode.observation)
+            while not episode.done:
+                await episode.step(await agent.act(episode.observation))
+            return float(episode.reward or 0.0)
+        finally:
+            await episode.close()
+
+    return list(await asyncio.gather(*(one(h) for h in hashes)))
+
+
+def _evaluate(url: str, model: str, adapter: Path | None, rows: list[dict], label: str) -> list:
+    from a01gym.training import compare, rollout
+
+    tokenizer, policy = compare.load_policy(model, adapter)
+    engine = rollout.RolloutEngine(
+        tokenizer, url, max_turns=12, max_completion_tokens=4096, max_output_chars=400
+    )
+    try:
+        return compare.evaluate_model(
+            engine,
+            rollout.ModelPolicy(policy, tokenizer, max_new_tokens=160, temperature=0.0),
+            rows,
+            label=label,
+        )
+    finally:
+        engine.close()
+
+
+def _sources_of_gain(before: list[dict], after: list[dict]) -> dict[str, float]:
+    n = len(before)
+    fixes = sum(
+        (a["reward"] == 1.0) - (b["reward"] == 1.0) for b, a in zip(before, after, strict=True)
+    )
+    unfixed = [
+        a["reward"] - b["reward"]
+        for b, a in zip(before, after, strict=True)
+        if a["reward"] < 1.0 and b["reward"] < 1.0
+    ]
+    return {
+        "fixed_before": sum(b["reward"] == 1.0 for b in before),
+        "fixed_after": sum(a["reward"] == 1.0 for a in after),
+        "gain_from_fixes": round(
+            sum(
+                a["reward"] - b["reward"]
+                for b, a in zip(before, after, strict=True)
+                if (a["reward"] == 1.0) != (b["reward"] == 1.0)
+            )
+            / n,
+            4,
+        ),
+        "gain_from_penalties": round(sum(unfixed) / n, 4),
+        "net_new_fixes": fixes,
+    }
+
+
+def main(args: argparse.Namespace) -> dict[str, Any]:
+    work = Path(tempfile.mkdtemp(prefix="a01gym-bench-learning-"))
+    os.environ["TRACKIO_DIR"] = str(work / "trackio")  # before trl/trackio are imported
+    from a01gym.cli.background import gateway_thread
+    from a01gym.factory import pipeline
+    from a01gym.factory.cache import ScenarioCache
+    from a01gym.training import compare, config, grpo, sft, smoke, stats, tiny, trajectories
+
+    cache = work / "cache"
+    pipeline.build_demo(
+        cache,
+        count=args.scenarios,
+        seed=args.seed,
+        families=[args.family],
+        domains=[args.domain],
+        difficulty={"easy": 1.0},
+        split={"eval_domains": [], "eval_families": []},
+    )
+    hashes = [e.hash for e in ScenarioCache(cache).entries(split="train")]
+    held_out, train = hashes[: args.held_out], hashes[args.held_out :]
+    result: dict[str, Any] = {
+        "family": args.family,
+        "domain": args.domain,
+        "train_scenarios": len(train),
+        "held_out_scenarios": len(held_out),
+    }
+    cfg = config.load_config(
+        None,
+        **{
+            "output_dir": str(work / "run"),
+            "gateway.url": "http://unused",
+            "data.seeds": len(train),
+            "data.scenarios": train,
+            "rollout.max_turns": 12,
+            "rollout.max_new_tokens": 160,
+            "rollout.max_completion_tokens": 4096,
+            "rollout.max_output_chars": 400,
+            "rollout.temperature": 1.0,
+            "sft.full": True,
+            "sft.epochs": args.sft_epochs,
+            "sft.learning_rate": 3e-3,
+            "grpo": {
+                "max_steps": args.grpo_steps,
+                "per_device_train_batch_size": 8,
+                "num_generations": 4,
+                "learning_rate": 2e-4,
+            },
+        },
+    )
+    with gateway_thread(cache, work / "episodes") as url:
+        started = time.perf_counter()
+        solved = asyncio.run(_solve(url, cache, train))
+        result["solver_mean_reward"] = round(statistics.fmean(solved), 4)
+        data = work / "sft-data"
+        trajectories.export_trajectories(
+            work / "episodes", data, min_reward=1.0, max_output_chars=400
+        )
+        base = tiny.build_tiny(
+            work / "tiny",
+            corpus=smoke.corpus(data),
+            spec=tiny.TinySpec(hidden_size=128, intermediate_size=384, layers=4),
+        )
+        model = str(sft.warm_start(str(base), data, work / "sft-model", cfg.sft, seed=args.seed))
+        result["sft_s"] = round(time.perf_counter() - started, 1)
+        rows = [{"scenario": h, "split": "train"} for h in held_out]
+        before = _evaluate(url, model, None, rows, "before")
+        started = time.perf_counter()
+        grpo.train(cfg, model_path=model, gateway_url=url)
+        result["grpo_s"] = round(time.perf_counter() - started, 1)
+        after = _evaluate(url, model, cfg.output_dir / "adapter", rows, "after")
+    for label, records in (("before", before), ("after", after)):
+        compare.write_eval(cfg.output_dir, label, records)
+        summary = compare.summarise_records(records)["overall"]
+        result[f"{label}_mean_reward"] = summary["mean_reward"]
+        result[f"{label}_invalid_action_rate"] = summary["invalid_action_rate"]
+        result[f"{label}_resolved_rate"] = summary["resolved_rate"]
+    diff = stats.paired_bootstrap_difference(
+        [a["reward"] for a in after], [b["reward"] for b in before]
+    )
+    result["reward_gain"] = round(diff.mean_difference, 4)
+    result["reward_gain_ci_low"] = round(diff.low, 4)
+    result["reward_gain_ci_high"] = round(diff.high, 4)
+    result["reward_gain_p_value"] = round(diff.p_value, 4)
+    result["invalid_action_rate_ratio"] = round(
+        result["after_invalid_action_rate"] / max(result["before_invalid_action_rate"], 1e-9), 3
+    )
+    result.update(_sources_of_gain(before, after))
+    result["run_dir"] = str(cfg.output_dir)
+    return result
+
+
+def cli() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer scenarios and steps")
+    parser.add_argument("--json-out", type=Path, help="also write the JSON result here")
+    parser.add_argument("--family", default="F01", help="the one bug family")
+    parser.add_argument("--domain", default="notes", help="the one domain")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    args.scenarios = 16 if args.quick else 40
+    args.held_out = 6 if args.quick else 12
+    args.sft_epochs = 8 if args.quick else 12
+    args.grpo_steps = 6 if args.quick else 30
+    began = time.perf_counter()
+    metrics = main(args)
+    report.emit("learning", metrics, TARGETS, quick=args.quick, began=began, json_out=args.json_out)
+
+
+if __name__ == "__main__":
+    cli()

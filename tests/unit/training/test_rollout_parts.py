@@ -1,0 +1,58 @@
+"""The pure parts of the rollout path: row carriage, tool-call parsing, rendering, actions."""
+
+from __future__ import annotations
+
+import pytest
+
+from a01gym.training import rollout, session
+
+
+def test_a_row_survives_the_trip_through_the_dataset_prompt() -> None:
+    row = {"seed": 7, "split": "train", "family": "F01", "scenario": "ab" * 32}
+    assert rollout.row_from_prompt(rollout.row_prompt(row)) == row
+
+
+def test_a_foreign_prompt_is_refused_with_the_fix() -> None:
+    with pytest.raises(ValueError, match="row_prompt"):
+        rollout.row_from_prompt([{"role": "user", "content": "fix the bug"}])
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            '<tool_call>\n{"name": "read_file", "arguments": {"path": "a.py"}}\n</tool_call>',
+            ("read_file", {"path": "a.py"}),
+        ),
+        ('thinking… <tool_call>{"name": "submit"}</tool_call><|im_end|>', ("submit", {})),
+        ('<tool_call>{"name": "read_file", "arguments": {"path": "a.py"</tool_call>', None),
+        ('<tool_call>{"name": 9}</tool_call>', None),
+        ('<tool_call>{"name": "x", "arguments": [1]}</tool_call>', None),
+        ("no call at all", None),
+    ],
+)
+def test_parse_tool_call_takes_the_first_well_formed_call(text, expected) -> None:
+    assert rollout.parse_tool_call(text) == expected
+
+
+def test_tool_action_and_tool_call_are_inverse() -> None:
+    action = {"tool": "http_request", "method": "POST", "path": "/n", "json": {"a": 1}}
+    call = session.action_tool_call(action)
+    assert call["function"]["arguments"]["json_body"] == {"a": 1}
+    assert session.tool_action(call["function"]["name"], call["function"]["arguments"]) == action
+
+
+def test_render_cuts_long_output_keeping_head_and_tail_and_names_errors() -> None:
+    text = session.render_observation(
+        {
+            "output": "H" * 3000 + "T" * 1000,
+            "error": {"code": "not_found", "message": "x"},
+            "steps_left": 5,
+            "phase": "explore",
+        },
+        max_chars=1000,
+    )
+    assert text.startswith("error (not_found): HHH")
+    assert text.rstrip().endswith("TTT\n[5 steps left]".rstrip())
+    assert "characters cut" in text
+    assert len(text) < 1200
