@@ -181,7 +181,21 @@ async def test_a01gym_serve_passes_openenv_validate_and_stops_cleanly(tmp_path: 
             stderr=asyncio.subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(check.communicate(), 120)
-        assert json.loads(out)["passed"] is True, (out, err)
+        assert check.returncode == 0, (out, err)
+        report = json.loads(out)
+        assert report["passed"] is True, report
+        criteria = {c["id"]: c["passed"] for c in report["criteria"]}
+        assert criteria == dict.fromkeys(
+            [
+                "openapi_version_available",
+                "health_endpoint",
+                "metadata_endpoint",
+                "schema_endpoint",
+                "mcp_endpoint",
+                "mode_endpoint_consistency",
+            ],
+            True,
+        )
         async with GenericEnvClient(base_url=url) as env:
             await env.reset(seed=1)
             assert (await env.step({"tool": "submit"})).done is True
