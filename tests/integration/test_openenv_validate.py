@@ -56,7 +56,10 @@ def test_openenv_validate_cli_static_level_passes() -> None:
 
 # openenv's collector opens its WebSocket the way websockets 17.1 deprecated (not our code)
 @pytest.mark.filterwarnings("ignore:connect\\(\\) must be used as a context manager")
-def test_openenv_validate_runtime_level_passes_every_implemented_grader(tmp_path: Path) -> None:
+def test_openenv_validate_runtime_level_passes_every_implemented_grader(
+    tmp_path: Path, full_isolation: None
+) -> None:
+    """Needs root (network namespaces), as full sandbox isolation does: CI requires it."""
     provider = LocalGatewayProvider(FIXTURE, tmp_path / "runs")
     report = run_validation(ROOT, max_level=Level.RUNTIME, provider=provider)
     results = {r.check_id: r for r in report.results}
