@@ -17,6 +17,8 @@ against the real gateway:
   gateway's namespace must be refused by the network (``ENETUNREACH``).
 
 Needs root (``unshare --net``, ``nsenter``) and ``ip``; the local sandbox backend needs them too.
+The declared CPU and memory budget is not enforced here (Docker's ``--cpus``/``--memory``): no
+grader of ``openenv`` 0.10 measures it.
 """
 
 from __future__ import annotations
@@ -167,7 +169,8 @@ class LocalGatewaySubject:
             if self.process.poll() is not None:
                 raise StartupError(f"the gateway exited ({self.process.returncode}): {self.logs()}")
             try:
-                if httpx.get(self.base_url + "/health", timeout=1).status_code == 200:
+                health = httpx.get(self.base_url + "/health", timeout=1, trust_env=False)
+                if health.status_code == 200:
                     return
             except httpx.TransportError:
                 pass
