@@ -10,6 +10,9 @@ PYTEST_ARGS ?=
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
+	@# openenv-core is openenv's old name; both own the `openenv` import package, so the old
+	@# one must go before the new one lands (a no-op in a fresh venv)
+	$(BIN)/python -m pip uninstall -q -y openenv-core 2>/dev/null || true
 	$(BIN)/python -m pip install -q -e '.[dev,k8s]'
 	rm -f $(VENV)/.installed-* && touch $@
 

@@ -1,4 +1,4 @@
-"""The gateway on real sandboxes, driven by the real openenv-core clients and CLI."""
+"""The gateway on real sandboxes, driven by the real ``openenv`` clients and CLI."""
 
 from __future__ import annotations
 
@@ -80,6 +80,20 @@ async def test_sync_client_no_op_scores_zero(gateway: str) -> None:
     assert await asyncio.to_thread(episode) == 0.0
 
 
+async def test_reset_names_ignored_arguments_and_still_starts_the_episode(
+    gateway: str, idor_bundle: Bundle
+) -> None:
+    async with GenericEnvClient(base_url=gateway) as env:
+        first = await env.reset(seed=26, famly="F01")
+        lines = first.observation["output"].splitlines()
+        assert lines[0].startswith("Note: reset ignored unknown arguments famly; it takes seed")
+        assert "# Task" in lines
+        result = first.observation["result"]
+        assert result["ignored_args"] == ["famly"]
+        assert result["scenario"] == idor_bundle.manifest.content_hash
+        assert (await env.step({"tool": "submit"})).done is True
+
+
 async def test_mcp_tool_client_episode(gateway: str, idor_bundle: Bundle) -> None:
     async with MCPToolClient(base_url=gateway) as client:
         first = await client.reset(seed=23)  # openenv-core 0.3 keeps only metadata here
@@ -90,7 +104,7 @@ async def test_mcp_tool_client_episode(gateway: str, idor_bundle: Bundle) -> Non
         listing = await client.call_tool("list_files")
         assert "app/routers/notes.py" in listing["output"]
         for name in ("verify", "reward", "score"):
-            with pytest.raises(RuntimeError, match="tool_not_found"):
+            with pytest.raises(RuntimeError, match=f"Unknown tool: '{name}'"):
                 await client.call_tool(name)
         for path, content in idor_bundle.hidden.reference_fix.files.items():
             data = await client.call_tool("write_file", path=path, content=content)
@@ -175,7 +189,21 @@ async def test_a01gym_serve_passes_openenv_validate_and_stops_cleanly(tmp_path: 
             stderr=asyncio.subprocess.PIPE,
         )
         out, err = await asyncio.wait_for(check.communicate(), 120)
-        assert json.loads(out)["passed"] is True, (out, err)
+        assert check.returncode == 0, (out, err)
+        report = json.loads(out)
+        assert report["passed"] is True, report
+        criteria = {c["id"]: c["passed"] for c in report["criteria"]}
+        assert criteria == dict.fromkeys(
+            [
+                "openapi_version_available",
+                "health_endpoint",
+                "metadata_endpoint",
+                "schema_endpoint",
+                "mcp_endpoint",
+                "mode_endpoint_consistency",
+            ],
+            True,
+        )
         async with GenericEnvClient(base_url=url) as env:
             await env.reset(seed=1)
             assert (await env.step({"tool": "submit"})).done is True

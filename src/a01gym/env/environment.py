@@ -41,13 +41,18 @@ from a01gym.sandbox.backend import BackgroundReleases, Sandbox, SandboxBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.manifest import Patch
 
-__all__ = ["A01Environment", "EnvRuntime", "ResetParams", "StepOutcome"]
+__all__ = ["A01Environment", "EnvRuntime", "ResetParams", "StepOutcome", "note_ignored"]
 
 logger = logging.getLogger(__name__)
 
 
 class ResetParams(BaseModel):
-    """Keyword arguments ``reset`` accepts; anything else is refused, so typos are visible."""
+    """Keyword arguments ``reset`` uses.
+
+    Others are ignored, as OpenEnv's server ignores what ``reset`` does not take, but
+    :meth:`parse` names them and :func:`note_ignored` puts them in the reset observation, so a
+    typo (``famly=``) stays visible instead of silently sampling from every family.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -57,6 +62,39 @@ class ResetParams(BaseModel):
     split: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$")
     family: str | None = Field(None, max_length=64)
     difficulty: str | None = Field(None, max_length=32)
+
+    @classmethod
+    def parse(cls, kwargs: dict[str, Any]) -> tuple[ResetParams, list[str]]:
+        """The known arguments, validated, and the sorted names of the ignored ones.
+
+        Raises:
+            ValidationError: for a known argument with a bad value.
+        """
+        known = {k: v for k, v in kwargs.items() if k in cls.model_fields}
+        ignored = sorted(str(k)[:64] for k in kwargs if k not in cls.model_fields)
+        return cls.model_validate(known), ignored[:_MAX_IGNORED]
+
+
+_MAX_IGNORED = 20
+
+
+def note_ignored(outcome: StepOutcome, ignored: list[str]) -> StepOutcome:
+    """``outcome`` with the ignored reset arguments named: a first line in ``output`` and
+    ``ignored_args`` in ``result``."""
+    if not ignored:
+        return outcome
+    observation = outcome.observation
+    line = (
+        f"Note: reset ignored unknown arguments {', '.join(ignored)}; "
+        f"it takes {', '.join(ResetParams.model_fields)}."
+    )
+    result = observation.result
+    if isinstance(result, dict):
+        result = {**result, "ignored_args": ignored}
+    observation = observation.model_copy(
+        update={"output": f"{line}\n\n{observation.output}", "result": result}
+    )
+    return dataclasses.replace(outcome, observation=observation)
 
 
 @dataclasses.dataclass
@@ -190,17 +228,20 @@ class A01Environment:
     async def reset(self, **kwargs: Any) -> StepOutcome:
         """Start a new episode (ending any current one ungraded).
 
+        Unknown keyword arguments are ignored and named in the observation (OpenEnv's server
+        ignores them too; see :class:`ResetParams`).
+
         Raises:
-            ValidationError: for unknown or malformed keyword arguments.
+            ValidationError: for a known keyword argument with a bad value.
             ScenarioError: when no scenario matches the filters.
             SandboxError: when no sandbox could be prepared.
         """
-        params = ResetParams.model_validate(kwargs)
+        params, ignored = ResetParams.parse(kwargs)
         async with self._lock:
             if self._closed:
                 raise EpisodeError("this environment is closed")
             await self._abandon()
-            return await self._reset(params)
+            return note_ignored(await self._reset(params), ignored)
 
     async def step(self, data: Any) -> StepOutcome:
         """Run one action (any JSON value; invalid ones become error observations)."""

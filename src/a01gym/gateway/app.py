@@ -5,8 +5,8 @@ because we need things its server does not give us: (1) a typed action union *an
 calls on the same ``/ws`` session, (2) async environments with no per-session thread pools,
 (3) bearer-token auth that works with the header-less stock client, (4) Prometheus metrics,
 capacity errors and idle reaping that release sandboxes, and (5) no gradio in the server
-process. ``openenv-core`` stays a test dependency: the tests drive this app with the real
-``GenericEnvClient`` (async and ``.sync()``), ``MCPToolClient`` and ``openenv validate``.
+process. ``openenv`` (0.10) stays an eval and test dependency: the tests drive this app with
+the real ``GenericEnvClient`` (async and ``.sync()``), ``MCPToolClient`` and ``openenv validate``.
 The protocol itself is specified in ``research/openenv-protocol.md``.
 """
 
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI
+from pydantic import ConfigDict, Field
 
 from a01gym import __version__
 from a01gym.config import GatewaySettings, get_settings
@@ -119,6 +120,17 @@ def _settings_deps(settings: GatewaySettings) -> GatewayDeps:
     return runtime_deps(runtime)
 
 
+class _ObservationSchema(models.A01Observation):
+    """An observation as OpenEnv's ``/schema`` describes one: with the ``reward`` and ``done``
+    of OpenEnv's ``Observation`` base, which the wire lifts into the envelope.
+    ``openenv validate`` puts them back before checking an observation against this schema."""
+
+    model_config = ConfigDict(title="A01Observation")
+
+    reward: float | None = Field(None, description="Set on the terminal step only.")
+    done: bool = False
+
+
 def _readme() -> str | None:
     path = Path(__file__).resolve().parents[3] / "docs" / "connecting.md"
     return path.read_text() if path.is_file() else None
@@ -162,7 +174,7 @@ def create_app(
         },
         schema={
             "action": models.ACTION_ADAPTER.json_schema(by_alias=True),
-            "observation": models.A01Observation.model_json_schema(by_alias=True),
+            "observation": _ObservationSchema.model_json_schema(by_alias=True),
             "state": models.EpisodeState.model_json_schema(),
         },
     )

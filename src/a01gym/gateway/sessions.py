@@ -4,7 +4,8 @@ A session is opened when a ``/ws`` or ``/mcp`` WebSocket is accepted, or by the 
 method ``openenv/session/create`` over HTTP. Each owns one environment (and through it at most
 one sandbox). Closing a session — client ``close``, disconnect, idle reaping, shutdown — always
 closes its environment, which releases the sandbox; a transport ``closer`` lets the reaper and
-shutdown hang up the socket too.
+shutdown hang up the socket too. As in OpenEnv, one ``/ws`` socket may attach to an HTTP
+session (``/ws?session_id=…``, what ``MCPToolClient`` does): the socket ending only detaches it.
 """
 
 from __future__ import annotations
@@ -66,6 +67,9 @@ class Session:
     last_active: float = dataclasses.field(default_factory=time.monotonic)
     closer: Callable[[], Awaitable[None]] | None = None
     closed: bool = False
+    attached: bool = False
+    """An HTTP session with a ``/ws`` socket attached: closing it waits for the socket."""
+    close_pending: bool = False
 
     def touch(self) -> None:
         self.last_active = time.monotonic()

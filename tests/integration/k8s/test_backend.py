@@ -1,5 +1,5 @@
 """The gateway side: KubernetesBackend as the gateway's ServiceAccount, then a full OpenEnv
-episode through the real gateway app and the real openenv-core client."""
+episode through the real gateway app and the real `openenv` client."""
 
 from __future__ import annotations
 

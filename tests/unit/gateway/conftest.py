@@ -16,7 +16,7 @@ import pytest
 
 from a01gym.config import GatewaySettings
 from a01gym.env import models, tools
-from a01gym.env.environment import ResetParams, StepOutcome
+from a01gym.env.environment import ResetParams, StepOutcome, note_ignored
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
 
@@ -44,10 +44,11 @@ class EchoEnv:
         )
 
     async def reset(self, **kwargs: Any) -> StepOutcome:
-        params = ResetParams.model_validate(kwargs)
+        params, ignored = ResetParams.parse(kwargs)
         self.episode = params.episode_id or "ep"
         self.steps, self.done = 0, False
-        return StepOutcome(self._obs(f"reset seed={params.seed}"))
+        observation = self._obs(f"reset seed={params.seed}").model_copy(update={"result": {}})
+        return note_ignored(StepOutcome(observation), ignored)
 
     async def step(self, data: Any) -> StepOutcome:
         async with self.lock:

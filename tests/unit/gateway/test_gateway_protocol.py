@@ -60,18 +60,23 @@ async def test_sync_wrapper_drives_an_episode(echo_gateway: Any) -> None:
         assert await asyncio.to_thread(drive) == (1.0, True)
 
 
-async def test_mcp_tool_client_lists_and_calls_tools(echo_gateway: Any) -> None:
-    async with echo_gateway() as url, MCPToolClient(base_url=url) as client:
-        tools = await client.list_tools()
-        assert [t.name for t in tools][:2] == ["list_files", "read_file"]
-        assert tools[1].input_schema["required"] == ["path"]
-        await client.reset(seed=3)
-        data = await client.call_tool("read_file", path="app/main.py")
-        assert data["output"] == "ran read_file" and data["done"] is False
-        with pytest.raises(RuntimeError, match="tool_not_found"):
-            await client.call_tool("reset")
-        data = await client.call_tool("submit")
-        assert data["done"] is True and data["reward"] == 1.0
+async def test_mcp_tool_client_lists_and_calls_tools(
+    echo_gateway: Any, echo_envs: list[Any]
+) -> None:
+    async with echo_gateway() as url:
+        async with MCPToolClient(base_url=url) as client:
+            tools = await client.list_tools()
+            assert [t.name for t in tools][:2] == ["list_files", "read_file"]
+            assert tools[1].input_schema["required"] == ["path"]
+            await client.reset(seed=3)  # over /ws?session_id=…, the session tools use
+            data = await client.call_tool("read_file", path="app/main.py")
+            assert data["output"] == "ran read_file" and data["done"] is False
+            with pytest.raises(RuntimeError, match="Unknown tool: 'reset'"):
+                await client.call_tool("reset")
+            data = await client.call_tool("submit")
+            assert data["done"] is True and data["reward"] == 1.0
+        assert len(echo_envs) == 1  # one session: the socket attached to the HTTP one
+        await _wait_for(lambda: echo_envs[0].closed)
 
 
 async def test_malformed_frames_get_protocol_codes_and_the_socket_stays_usable(
@@ -80,10 +85,11 @@ async def test_malformed_frames_get_protocol_codes_and_the_socket_stays_usable(
     cases = [
         ("not json", "INVALID_JSON"),
         (json.dumps({"type": "bogus"}), "UNKNOWN_TYPE"),
+        (json.dumps({"data": {}}), "UNKNOWN_TYPE"),
+        (json.dumps({"type": 3}), "UNKNOWN_TYPE"),
         (json.dumps({"type": "step"}), "VALIDATION_ERROR"),
         (json.dumps({"type": "reset", "data": {}, "extra": 1}), "VALIDATION_ERROR"),
         (json.dumps({"type": "reset", "data": {"seed": "x"}}), "VALIDATION_ERROR"),
-        (json.dumps({"type": "reset", "data": {"famly": "F01"}}), "VALIDATION_ERROR"),
         (json.dumps([1, 2]), "VALIDATION_ERROR"),
         (json.dumps({"type": "step", "data": {"type": "call_tool"}}), "VALIDATION_ERROR"),
     ]
@@ -112,6 +118,87 @@ async def test_malformed_frames_get_protocol_codes_and_the_socket_stays_usable(
                 "error": {"code": -32601, "message": "Method not found: x", "data": None},
             },
         }
+
+
+async def test_unknown_reset_arguments_are_ignored_and_named(echo_gateway: Any) -> None:
+    async with echo_gateway() as url:
+        async with GenericEnvClient(base_url=url) as env:
+            result = await env.reset(seed=7, famly="F01", zeta=1)
+            output = result.observation["output"]
+            assert output.splitlines()[0].startswith(
+                "Note: reset ignored unknown arguments famly, zeta; it takes seed, episode_id"
+            )
+            assert output.endswith("reset seed=7")
+            assert result.observation["result"]["ignored_args"] == ["famly", "zeta"]
+            plain = await env.reset(seed=8)
+            assert plain.observation["output"] == "reset seed=8"
+            assert "ignored_args" not in plain.observation["result"]
+            with pytest.raises(RuntimeError, match="VALIDATION_ERROR"):
+                await env.reset(seed="x", famly="F01")  # known arguments are still checked
+        async with httpx.AsyncClient(base_url=url) as http:
+            reply = (await http.post("/reset", json={"seed": 2, "sede": 3})).json()
+        assert reply["observation"]["result"]["ignored_args"] == ["sede"]
+
+
+async def test_ws_serves_openenv_session_methods_like_openenv(echo_gateway: Any) -> None:
+    async def rpc(ws: Any, method: str, **params: object) -> dict:
+        request = {"jsonrpc": "2.0", "id": 9, "method": method, "params": params}
+        await ws.send(json.dumps({"type": "mcp", "data": request}))
+        reply = json.loads(await ws.recv())
+        assert reply["type"] == "mcp"
+        return reply["data"]
+
+    async with (
+        echo_gateway() as url,
+        httpx.AsyncClient(base_url=url) as http,
+        connect(_ws(url)) as ws,
+    ):
+        own = (await rpc(ws, "openenv/session/create"))["result"]["session_id"]
+        assert own == (await rpc(ws, "openenv/session/create"))["result"]["session_id"]
+        refused = await rpc(ws, "openenv/session/close", session_id=own)
+        assert refused["error"]["code"] == -32600
+        assert "Cannot close active WebSocket-managed session" in refused["error"]["message"]
+        assert (await rpc(ws, "openenv/session/close"))["error"]["code"] == -32602
+        body = {"jsonrpc": "2.0", "id": 1, "method": "openenv/session/create"}
+        other = (await http.post("/mcp", json=body)).json()["result"]["session_id"]
+        closed = await rpc(ws, "openenv/session/close", session_id=other)
+        assert closed["result"] == {"session_id": other, "closed": True}
+        await ws.send(json.dumps({"type": "state"}))  # still usable
+        assert json.loads(await ws.recv())["type"] == "state"
+
+
+async def test_ws_attaches_to_an_http_session_and_detaching_keeps_it(
+    echo_gateway: Any, echo_envs: list[Any]
+) -> None:
+    async def rpc(http: httpx.AsyncClient, method: str, **params: object) -> dict:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        return (await http.post("/mcp", json=body)).json()
+
+    async with echo_gateway() as url, httpx.AsyncClient(base_url=url) as http:
+        session = (await rpc(http, "openenv/session/create"))["result"]["session_id"]
+        async with connect(_ws(url) + f"?session_id={session}") as ws:
+            await ws.send(json.dumps({"type": "reset", "data": {"seed": 4}}))
+            assert json.loads(await ws.recv())["type"] == "observation"
+            async with connect(_ws(url) + f"?session_id={session}") as second:
+                refused = json.loads(await second.recv())
+                assert refused["data"]["code"] == "SESSION_ERROR"
+                assert "already has an attached WebSocket" in refused["data"]["message"]
+        # detached: the episode lives on, over HTTP and over a new socket
+        called = await rpc(http, "tools/call", session_id=session, name="list_files")
+        assert called["result"]["data"]["output"] == "ran list_files"
+        async with connect(_ws(url) + f"?session_id={session}") as ws:
+            await ws.send(json.dumps({"type": "state"}))
+            assert json.loads(await ws.recv())["data"]["step_count"] == 1
+            closing = await rpc(http, "openenv/session/close", session_id=session)
+            assert closing["result"] == {"session_id": session, "closed": False, "closing": True}
+            assert not echo_envs[0].closed
+        await _wait_for(lambda: echo_envs[0].closed)
+        gone = await rpc(http, "openenv/session/close", session_id=session)
+        assert gone["error"]["code"] == -32602
+        async with connect(_ws(url) + "?session_id=nope") as ws:
+            refused = json.loads(await ws.recv())
+            assert refused["data"]["code"] == "SESSION_ERROR"
+            assert "openenv/session/create" in refused["data"]["message"]
 
 
 async def test_capacity_reached_is_sent_then_the_socket_closes(echo_gateway: Any) -> None:

@@ -7,7 +7,10 @@ Methods (OpenEnv's set plus two for episodes, which plain MCP has no verb for):
 * ``tools/call`` ``{name, arguments, session_id?}`` → an MCP tool result (``content``,
   ``structuredContent``, ``isError``) whose ``data`` is the observation; a refused call
   (unknown tool, bad arguments) is a ``-32602`` error
-* ``openenv/session/create`` / ``openenv/session/close`` (HTTP only: persistent sessions)
+* ``openenv/session/create`` / ``openenv/session/close``: persistent sessions over HTTP; on a
+  socket, ``create`` names the socket's own session and ``close`` refuses to close it (OpenEnv's
+  server answers both this way). Closing a session with a ``/ws`` socket attached answers
+  ``closing`` and ends it when the socket detaches.
 * ``a01gym/reset`` ``{session_id?, seed?, …}`` and ``a01gym/state`` ``{session_id?}``
 
 Over HTTP without ``session_id`` a call runs on a temporary environment that has no episode,
@@ -98,7 +101,7 @@ async def _method(
             return _ok(rid, {"tools": ctx.tools})
         case "openenv/session/create":
             if bound is not None:
-                return _error(rid, INVALID_REQUEST, "this socket already is a session")
+                return _ok(rid, {"session_id": bound.id})
             session = ctx.sessions.open("mcp_http")
             if session is None:
                 return _error(
@@ -113,14 +116,32 @@ async def _method(
                 )
             return _ok(rid, {"session_id": session.id})
         case "openenv/session/close":
-            session = _lookup(ctx, params)
-            if session is None or session.transport != "mcp_http":
-                return _error(rid, INVALID_PARAMS, "unknown session_id (or not an HTTP session)")
-            await ctx.sessions.close(session)
-            return _ok(rid, {"session_id": session.id, "closed": True})
+            return await _close(ctx, rid, params, bound)
         case "tools/call" | "a01gym/reset" | "a01gym/state":
             return await _with_session(ctx, rid, method, params, bound)
     return _error(rid, METHOD_NOT_FOUND, f"Method not found: {method}")
+
+
+async def _close(
+    ctx: GatewayContext, rid: Any, params: dict[str, Any], bound: Session | None
+) -> dict[str, Any]:
+    if not isinstance(params.get("session_id"), str):
+        return _error(rid, INVALID_PARAMS, "Invalid params - 'session_id' is required")
+    session = _lookup(ctx, params)
+    if bound is not None and session is bound:
+        return _error(
+            rid,
+            INVALID_REQUEST,
+            "Cannot close active WebSocket-managed session via MCP method; "
+            'send {"type":"close"} or close the socket',
+        )
+    if session is None or session.transport != "mcp_http":
+        return _error(rid, INVALID_PARAMS, "unknown session_id (or not an HTTP session)")
+    if session.attached:
+        session.close_pending = True
+        return _ok(rid, {"session_id": session.id, "closed": False, "closing": True})
+    await ctx.sessions.close(session)
+    return _ok(rid, {"session_id": session.id, "closed": True})
 
 
 def _lookup(ctx: GatewayContext, params: dict[str, Any]) -> Session | None:

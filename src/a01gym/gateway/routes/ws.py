@@ -5,7 +5,12 @@ error sent right before closing. Client messages: ``reset`` (``data`` = keyword 
 ``step`` (``data`` = the action itself), ``state``, ``close`` (no reply) and ``mcp`` (a JSON-RPC
 request). A step whose ``data`` is ``{"type":"list_tools"}`` or
 ``{"type":"call_tool","tool_name","arguments"}`` is an MCP action (``MCPToolClient``). Every
-per-message problem gets an error frame with a protocol code and the socket stays usable.
+per-message problem gets an error frame with a protocol code and the socket stays usable; a
+frame without a known ``type`` is ``UNKNOWN_TYPE``, as on OpenEnv's server.
+
+``/ws?session_id=ID`` attaches the socket to a session made by ``openenv/session/create`` over
+HTTP instead of opening one (``MCPToolClient`` resets over the socket and calls tools over HTTP on
+the same session). The socket ending then only detaches it; ``openenv/session/close`` ends it.
 """
 
 from __future__ import annotations
@@ -89,13 +94,26 @@ async def handle_message(ctx: GatewayContext, session: Session, text: str) -> An
         message = json.loads(text)
     except ValueError as exc:
         return _fault(ctx, faults.Fault(faults.INVALID_JSON, 400, f"Invalid JSON: {exc}", -32700))
-    kind = message.get("type") if isinstance(message, dict) else None
-    if isinstance(kind, str) and kind not in _ENVELOPES:
+    if not isinstance(message, dict):
         return _fault(
-            ctx, faults.Fault(faults.UNKNOWN_TYPE, 400, f"Unknown message type: {kind}", -32601)
+            ctx,
+            faults.Fault(
+                faults.VALIDATION_ERROR, 422, "Invalid message: expected a JSON object", -32600
+            ),
+        )
+    kind = message.get("type")
+    if not isinstance(kind, str) or kind not in _ENVELOPES:
+        return _fault(
+            ctx,
+            faults.Fault(
+                faults.UNKNOWN_TYPE,
+                400,
+                f"Unknown message type: {str(kind)[:64]!r}; send one of {', '.join(_ENVELOPES)}",
+                -32601,
+            ),
         )
     try:
-        envelope = _ENVELOPES.get(str(kind), _Step).model_validate(message)
+        envelope = _ENVELOPES[kind].model_validate(message)
         match envelope:
             case _Reset():
                 return _observation(await ctx.reset(session, envelope.data or {}))
@@ -140,29 +158,16 @@ async def _step(ctx: GatewayContext, session: Session, data: Any) -> dict[str, A
 
 @router.websocket("/ws")
 async def ws_session(websocket: WebSocket) -> None:
-    """One OpenEnv session per connection; its environment is closed however the socket ends."""
+    """One OpenEnv session per connection (or one attached HTTP session); its environment is
+    closed however the socket ends, unless the session was only attached."""
     ctx: GatewayContext = websocket.app.state.ctx
     await websocket.accept()
-    try:
-        session = ctx.sessions.open("ws")
-    except Exception as exc:
-        logger.exception("environment factory failed")
-        frame = faults.Fault(faults.FACTORY_ERROR, 500, f"cannot create environment: {exc}", -32000)
-        await websocket.send_text(json.dumps(frame.ws()))
-        await websocket.close(1011)
-        return
+    requested = websocket.query_params.get("session_id")
+    if requested is None:
+        session = await _open(ctx, websocket)
+    else:
+        session = await _attach(ctx, websocket, requested)
     if session is None:
-        active, limit = ctx.sessions.active, ctx.sessions.max_sessions
-        frame = faults.Fault(
-            faults.CAPACITY_REACHED,
-            503,
-            f"Server at capacity: {active}/{limit} sessions active. Cannot accept new connections.",
-            -32000,
-            {"active_sessions": active, "max_sessions": limit},
-        )
-        ctx.metrics.protocol_errors.labels(frame.code).inc()
-        await websocket.send_text(json.dumps(frame.ws()))
-        await websocket.close(1000)
         return
     session.closer = lambda: websocket.close(1000)
     try:
@@ -179,6 +184,59 @@ async def ws_session(websocket: WebSocket) -> None:
     except Exception as exc:  # the socket went away mid-send
         logger.debug("session %s transport ended: %s", session.id, exc)
     finally:
-        await ctx.sessions.close(session)
+        if session.attached and not session.close_pending:
+            session.attached, session.closer = False, None
+        else:
+            await ctx.sessions.close(session)
         with contextlib.suppress(Exception):
             await websocket.close(1000)
+
+
+async def _refuse(ctx: GatewayContext, websocket: WebSocket, fault: faults.Fault) -> None:
+    ctx.metrics.protocol_errors.labels(fault.code).inc()
+    await websocket.send_text(json.dumps(fault.ws()))
+    await websocket.close(1000)
+
+
+async def _open(ctx: GatewayContext, websocket: WebSocket) -> Session | None:
+    try:
+        session = ctx.sessions.open("ws")
+    except Exception as exc:
+        logger.exception("environment factory failed")
+        frame = faults.Fault(faults.FACTORY_ERROR, 500, f"cannot create environment: {exc}", -32000)
+        await websocket.send_text(json.dumps(frame.ws()))
+        await websocket.close(1011)
+        return None
+    if session is None:
+        active, limit = ctx.sessions.active, ctx.sessions.max_sessions
+        await _refuse(
+            ctx,
+            websocket,
+            faults.Fault(
+                faults.CAPACITY_REACHED,
+                503,
+                f"Server at capacity: {active}/{limit} sessions active. "
+                "Cannot accept new connections.",
+                -32000,
+                {"active_sessions": active, "max_sessions": limit},
+            ),
+        )
+    return session
+
+
+async def _attach(ctx: GatewayContext, websocket: WebSocket, session_id: str) -> Session | None:
+    session = ctx.sessions.get(session_id)
+    problem = None
+    if session is None or session.transport != "mcp_http":
+        problem = (
+            f"Unknown session_id: {session_id[:64]!r}; create one with the JSON-RPC method "
+            "openenv/session/create on POST /mcp, or connect to /ws without session_id"
+        )
+    elif session.attached:
+        problem = f"Session {session_id} already has an attached WebSocket"
+    if problem is not None:
+        await _refuse(ctx, websocket, faults.Fault(faults.SESSION_ERROR, 409, problem, -32000))
+        return None
+    session.attached = True
+    session.touch()
+    return session
