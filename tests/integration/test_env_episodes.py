@@ -67,7 +67,8 @@ async def test_reference_fix_scores_one(
     final = await _grade(env, idor_bundle.hidden.reference_fix)
     breakdown = final["observation"]["reward_breakdown"]
     assert final["reward"] == 1.0 and breakdown["resolved"] is True
-    assert all(t["ok"] for t in breakdown["tests"])
+    assert all(t["passed"] for t in breakdown["tests"])
+    assert {t["outcome"] for t in breakdown["tests"]} == {"blocked", "works"}
     assert {t["id"] for t in breakdown["tests"]} == {t.id for t in idor_bundle.hidden.tests}
 
 
@@ -95,12 +96,13 @@ async def test_hardcoding_visible_ids_passes_visible_tests_but_fails_hidden_ones
     await _apply(env, idor_bundle.hidden.traps["hardcode-visible-ids"])
     visible = (await env.step({"tool": "run_tests"})).wire()["observation"]
     assert {t["id"]: t["outcome"] for t in visible["result"]["tests"]} == {
-        "visible-owner-reads": "pass",
-        "visible-peer-read": "fail",  # the visible exploit looks blocked
+        "visible-owner-reads": "works",
+        "visible-peer-read": "blocked",  # the visible exploit looks blocked
     }
     breakdown = (await env.step({"tool": "submit"})).wire()["observation"]["reward_breakdown"]
     assert not breakdown["resolved"]
-    assert not all(t["ok"] for t in breakdown["tests"] if t["kind"] == "exploit")
+    assert not all(t["passed"] for t in breakdown["tests"] if t["kind"] == "exploit")
+    assert "exploited" in {t["outcome"] for t in breakdown["tests"]}
 
 
 async def test_no_tool_reveals_a_score_before_the_terminal_step(

@@ -77,7 +77,11 @@ def demo_command(
                     agent, cache=cache, model=None, base_url=None, api_key_env="OPENAI_API_KEY"
                 )
                 records[agent] = await evaluation.run_eval(
-                    url, make_agent, episodes=episodes, concurrency=concurrency, seed=seed
+                    url,
+                    make_agent,
+                    evaluation.jobs_for(episodes, seed=seed),
+                    agent_name=agent,
+                    concurrency=concurrency,
                 )
                 summaries.append(
                     evaluation.summarise(
@@ -87,7 +91,10 @@ def demo_command(
                         seconds=time.perf_counter() - started,
                     )
                 )
-                _console.print(f"{agent}: mean reward {summaries[-1].mean_reward:.3f}")
+                _console.print(
+                    f"{agent}: mean reward {summaries[-1].mean_reward}, "
+                    f"{summaries[-1].errors} errors"
+                )
         return summaries, records
 
     summaries, records = asyncio.run(evaluate())
@@ -99,10 +106,10 @@ def demo_command(
         table.add_row(
             s.agent,
             str(s.episodes),
-            f"{s.mean_reward:.3f}",
-            f"{s.security_pass_rate:.0%}",
-            f"{s.regression_pass_rate:.0%}",
-            f"{s.resolved_rate:.0%}",
+            report.format_mean(s.mean_reward, s.reward_ci),
+            report.format_rate(s.security_pass_rate),
+            report.format_rate(s.regression_pass_rate),
+            report.format_rate(s.resolved_rate, s.resolved_ci),
         )
     _console.print(table)
     _console.print(f"wrote {files['markdown']}, {files['plot']} and transcripts under {runs_dir}")

@@ -13,7 +13,21 @@ from pathlib import Path
 
 from a01gym.training.eval import EpisodeRecord, EvalSummary
 
-__all__ = ["write_report"]
+__all__ = ["format_mean", "format_rate", "write_report"]
+
+
+def format_mean(value: float | None, ci: Sequence[float] | None = None) -> str:
+    """``0.412 [0.25–0.58]``, or ``–`` when no episode completed."""
+    if value is None:
+        return "–"
+    return f"{value:.3f}" + (f" [{ci[0]:.2f}–{ci[1]:.2f}]" if ci else "")
+
+
+def format_rate(value: float | None, ci: Sequence[float] | None = None) -> str:
+    """``42% [25%–58%]``, or ``–`` when no episode completed."""
+    if value is None:
+        return "–"
+    return f"{value:.0%}" + (f" [{ci[0]:.0%}–{ci[1]:.0%}]" if ci else "")
 
 
 def _plot(path: Path, summaries: Sequence[EvalSummary]) -> None:
@@ -26,10 +40,13 @@ def _plot(path: Path, summaries: Sequence[EvalSummary]) -> None:
     width = 0.8 / max(len(summaries), 1)
     figure, axes = pyplot.subplots(figsize=(max(6.0, 1.1 * len(families) + 2), 4.0))
     for index, summary in enumerate(summaries):
-        values = [summary.per_family.get(f, {}).get("mean_reward", 0.0) for f in families]
+        values = [summary.per_family.get(f, {}).get("mean_reward") or 0.0 for f in families]
         positions = [i + (index - (len(summaries) - 1) / 2) * width for i in range(len(families))]
         axes.bar(
-            positions, values, width=width, label=f"{summary.agent} ({summary.mean_reward:.2f})"
+            positions,
+            values,
+            width=width,
+            label=f"{summary.agent} ({format_mean(summary.mean_reward)})",
         )
     axes.set_xticks(range(len(families)), families, rotation=30, ha="right")
     axes.set_ylim(0, 1.05)
@@ -54,8 +71,9 @@ def _markdown(summaries: Sequence[EvalSummary], runs_dir: Path) -> str:
     ]
     for s in summaries:
         lines.append(
-            f"| {s.agent} | {s.episodes} | {s.mean_reward:.3f} | {s.security_pass_rate:.0%} | "
-            f"{s.regression_pass_rate:.0%} | {s.resolved_rate:.0%} | {s.errors} |"
+            f"| {s.agent} | {s.episodes} | {format_mean(s.mean_reward)} | "
+            f"{format_rate(s.security_pass_rate)} | {format_rate(s.regression_pass_rate)} | "
+            f"{format_rate(s.resolved_rate)} | {s.errors} |"
         )
     lines += [
         "",
@@ -66,7 +84,7 @@ def _markdown(summaries: Sequence[EvalSummary], runs_dir: Path) -> str:
     lines.append("|---|" + "---:|" * len(summaries))
     for family in sorted({f for s in summaries for f in s.per_family}):
         cells = [
-            f"{s.per_family[family]['mean_reward']:.3f}" if family in s.per_family else "–"
+            format_mean(s.per_family[family]["mean_reward"]) if family in s.per_family else "–"
             for s in summaries
         ]
         lines.append(f"| {family} | " + " | ".join(cells) + " |")
