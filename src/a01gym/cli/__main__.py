@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 import typer
 
 from a01gym import __version__
-from a01gym.cli import demo, factory, operator, sandbox, serve
+from a01gym.cli import demo, factory, operator, play, sandbox, serve
 from a01gym.cli import eval as eval_cli
 from a01gym.cli.logs import configure_logging
 from a01gym.errors import A01GymError
@@ -39,6 +39,7 @@ app.add_typer(sandbox.app, name="sandbox")
 app.command("serve")(serve.serve)
 app.command("eval")(eval_cli.eval_command)
 app.command("demo")(demo.demo_command)
+app.command("play")(play.play_command)
 
 
 @app.callback()
