@@ -13,15 +13,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import uvicorn
 from pydantic import SecretStr
 from rich.console import Console
 
 from a01gym.config import GatewaySettings, get_settings, with_overrides
-from a01gym.env import sampler
 from a01gym.errors import ConfigError
-from a01gym.gateway import app as gateway_app
-from a01gym.gateway import server
 
 __all__ = ["serve"]
 
@@ -111,6 +107,12 @@ def serve(
     ] = None,
 ) -> None:
     """Serve a01gym episodes over OpenEnv (/ws, /mcp, HTTP) until interrupted."""
+    import uvicorn  # here, so `a01gym --help` and other commands start without the server
+
+    from a01gym.env import sampler
+    from a01gym.gateway import app as gateway_app
+    from a01gym.gateway import server
+
     overrides: dict[str, object] = {
         key: value
         for key, value in {

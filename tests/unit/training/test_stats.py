@@ -11,7 +11,12 @@ from a01gym.training import stats
 
 @pytest.mark.parametrize(
     ("successes", "n", "low", "high"),
-    [(5, 10, 0.2366, 0.7634), (0, 10, 0.0, 0.2775), (10, 10, 0.7225, 1.0), (81, 263, 0.2553, 0.3662)],
+    [
+        (5, 10, 0.2366, 0.7634),
+        (0, 10, 0.0, 0.2775),
+        (10, 10, 0.7225, 1.0),
+        (81, 263, 0.2553, 0.3662),
+    ],
 )
 def test_wilson_interval_matches_published_values(
     successes: int, n: int, low: float, high: float
