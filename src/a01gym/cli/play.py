@@ -156,7 +156,7 @@ async def _play(url: str, reset: dict[str, Any], runs_dir: Path | None) -> None:
         if runs_dir is not None
         else f"{url}/episodes/{reset['episode_id']}/artifacts"
     )
-    _console.print(f"transcript and artifacts: {where}")
+    _console.print(f"transcript and artifacts: {where}", soft_wrap=True)
 
 
 def play_command(

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "idor_notes"
@@ -148,3 +149,8 @@ def test_serve_help_shows_the_real_defaults(a01gym: Run) -> None:
     assert "8000, or A01GYM_GATEWAY__PORT" in text
     assert "64, or A01GYM_GATEWAY__MAX_SESSIONS" in text
     assert "[default: 0]" not in text
+
+
+def test_serve_port_zero_binds_a_free_port_and_prints_it(served: str) -> None:
+    # the fixture read the URL from serve's own line and checked it is not :0 or :8000
+    assert httpx.get(f"{served}/health", timeout=10).status_code == 200
