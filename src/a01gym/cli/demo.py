@@ -55,17 +55,22 @@ def demo_command(
         ".cache/demo-scenarios"
     ),
     count: Annotated[int, typer.Option(min=1, help="Scenarios to build when needed.")] = 50,
-    episodes: Annotated[int, typer.Option(min=1, help="Episodes per agent.")] = 12,
+    episodes: Annotated[
+        str, typer.Option(help="Episodes per agent, or 'all': each eval scenario once.")
+    ] = "all",
     concurrency: Annotated[int, typer.Option(min=1, help="Parallel sessions.")] = 4,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the build and the episodes.")] = 0,
 ) -> None:
     """Build or load scenarios, serve them, evaluate the baselines, write runs/demo/."""
-    from a01gym.cli.eval import gateway_for, make_agent_factory
+    from a01gym.cli.eval import gateway_for, make_agent_factory, parse_episodes, scenarios_of
     from a01gym.training import eval as evaluation
     from a01gym.training import report
 
+    per_agent = parse_episodes(episodes)
     _ensure_cache(cache, count, seed)
     runs_dir = out / "runs"
+    scenarios = scenarios_of(cache, "eval") if per_agent is None else None
+    jobs = evaluation.jobs_for(per_agent or 0, seed=seed, scenarios=scenarios)
 
     async def evaluate() -> tuple[list[evaluation.EvalSummary], dict]:
         summaries, records = [], {}
@@ -79,7 +84,7 @@ def demo_command(
                 records[agent] = await evaluation.run_eval(
                     url,
                     make_agent,
-                    evaluation.jobs_for(episodes, seed=seed),
+                    jobs,
                     agent_name=agent,
                     concurrency=concurrency,
                 )

@@ -25,7 +25,14 @@ from rich.table import Table
 
 from a01gym.errors import A01GymError, ConfigError
 
-__all__ = ["eval_command", "gateway_for", "make_agent_factory", "parse_episodes", "summary_table"]
+__all__ = [
+    "eval_command",
+    "gateway_for",
+    "make_agent_factory",
+    "parse_episodes",
+    "scenarios_of",
+    "summary_table",
+]
 
 _console = Console(stderr=True)
 
@@ -149,7 +156,7 @@ def summary_table(summary: Any) -> Table:
     return table
 
 
-def _scenarios(cache: Path | None, split: str) -> list[tuple[str, str]]:
+def scenarios_of(cache: Path | None, split: str) -> list[tuple[str, str]]:
     """``(hash, family)`` of every scenario in ``split``, for ``--episodes all``."""
     if cache is None:
         raise ConfigError(
@@ -206,7 +213,7 @@ def eval_command(
                 f"{cache} has no {split!r} scenarios",
                 hint=f"its splits: {', '.join(f'{k} ({v})' for k, v in sorted(splits.items()))}",
             )
-    scenarios = _scenarios(cache, split) if count is None else None
+    scenarios = scenarios_of(cache, split) if count is None else None
     jobs = evaluation.jobs_for(count or 0, seed=seed, scenarios=scenarios)
     make_agent = make_agent_factory(
         agent, cache=cache, model=model, base_url=base_url, api_key_env=api_key_env
