@@ -35,7 +35,7 @@ def test_bootstrap_mean_ci_brackets_the_mean_and_is_deterministic() -> None:
     values = [0.0, 0.0, 1.0, 0.2, 1.0, 0.0, 1.0, 0.16, 0.0, 1.0]
     low, high = stats.bootstrap_mean_ci(values, seed=3)
     assert low < statistics.fmean(values) < high
-    assert 0.0 <= low and high <= 1.0
+    assert low >= 0.0 and high <= 1.0
     assert stats.bootstrap_mean_ci(values, seed=3) == (low, high)
     narrow = stats.bootstrap_mean_ci(values * 10, seed=3)
     assert narrow[1] - narrow[0] < high - low  # more episodes, a tighter interval
