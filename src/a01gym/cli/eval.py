@@ -193,16 +193,9 @@ def eval_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Evaluate an agent over a split through the OpenEnv client."""
-    try:
-        from a01gym.training import eval as evaluation
-        from a01gym.training import evalrun
-    except ImportError as exc:
-        raise ConfigError(
-            "agent",
-            f"evaluation needs the OpenEnv client ({exc.name} is not installed)",
-            hint="pip install 'a01gym[eval]'",
-        ) from exc
     from a01gym.env import sampler
+    from a01gym.training import eval as evaluation
+    from a01gym.training import evalrun
 
     count = parse_episodes(episodes)
     if url is None and cache is not None:

@@ -121,13 +121,12 @@ async def _in_thread(read: Callable[[], _T]) -> _T:
 
 
 async def _play(url: str, reset: dict[str, Any], runs_dir: Path | None) -> None:
-    from openenv.core.generic_client import GenericEnvClient
-
     from a01gym.training import eval as evaluation
 
+    client_class = evaluation.open_client_class()
     await evaluation.check_gateway(url)
     try:
-        env = await GenericEnvClient(base_url=url, message_timeout_s=300).connect()
+        env = await client_class(base_url=url, message_timeout_s=300).connect()
     except ConnectionError as exc:
         raise UnreachableError(url, str(exc), hint=evaluation.GATEWAY_HINT) from exc
     async with env:

@@ -21,14 +21,16 @@ import secrets
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from openenv.core.generic_client import GenericEnvClient
 
-from a01gym.errors import UnreachableError
+from a01gym.errors import ConfigError, UnreachableError
 from a01gym.training import stats
 from a01gym.training.agents import Agent
+
+if TYPE_CHECKING:
+    from openenv.core.generic_client import GenericEnvClient
 
 __all__ = [
     "EpisodeJob",
@@ -36,6 +38,7 @@ __all__ = [
     "EvalSummary",
     "check_gateway",
     "jobs_for",
+    "open_client_class",
     "run_episode",
     "run_eval",
     "summarise",
@@ -115,6 +118,24 @@ def jobs_for(
             for i, (digest, family) in enumerate(scenarios)
         ]
     return [EpisodeJob(index=i, seed=seed + i) for i in range(episodes)]
+
+
+def open_client_class() -> type[GenericEnvClient]:
+    """The OpenEnv client class, imported only when a run starts: importing ``openenv.core``
+    costs ~3 s of CPU (it loads gradio), which a failing command should not pay.
+
+    Raises:
+        ConfigError: when the OpenEnv client is not installed, naming the extra to install.
+    """
+    try:
+        from openenv.core.generic_client import GenericEnvClient
+    except ImportError as exc:
+        raise ConfigError(
+            "agent",
+            f"evaluation needs the OpenEnv client ({exc.name} is not installed)",
+            hint="pip install 'a01gym[eval]'",
+        ) from exc
+    return GenericEnvClient
 
 
 async def check_gateway(url: str, *, timeout_s: float = 5.0) -> None:
@@ -204,6 +225,7 @@ async def run_eval(
         UnreachableError: when the gateway (or the agent's model endpoint) stops answering;
             records finished before that were already passed to ``on_record``.
     """
+    client_class = open_client_class()
     await check_gateway(url)
     queue: asyncio.Queue[EpisodeJob] = asyncio.Queue()
     for job in jobs:
@@ -212,7 +234,7 @@ async def run_eval(
 
     async def worker() -> None:
         try:
-            env = await GenericEnvClient(base_url=url, message_timeout_s=300).connect()
+            env = await client_class(base_url=url, message_timeout_s=300).connect()
         except ConnectionError as exc:
             raise UnreachableError(url, str(exc), hint=GATEWAY_HINT) from exc
         async with env:
