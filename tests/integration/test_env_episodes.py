@@ -7,6 +7,7 @@ the real hidden verifier on a fresh sandbox with a re-randomised world.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from collections.abc import AsyncIterator
@@ -246,13 +247,24 @@ async def test_sandbox_is_released_when_an_episode_is_abandoned(
 async def test_episode_log_and_artifacts_are_written(
     env: environment.A01Environment, tmp_path: Path
 ) -> None:
-    await env.reset(seed=10, episode_id="logged-episode")
+    reset = await env.reset(seed=10, episode_id="logged-episode", agent="tester")
+    scenario = reset.observation.result["scenario"]
     await env.step({"tool": "list_files"})
     await env.step({"tool": "submit"})
     files = RunLogger(tmp_path).artifacts("logged-episode")
     assert files is not None
     assert files["steps.jsonl"].count("\n") == 4  # reset, 2 steps, episode
-    assert (tmp_path / "episodes" / "logged-episode" / "verification.json").is_file()
+    folder = tmp_path / "episodes" / f"logged-episode-{scenario[:8]}"
+    summary = json.loads(files["summary.json"])
+    assert (summary["episode_id"], summary["agent"], summary["scenario"]) == (
+        "logged-episode",
+        "tester",
+        scenario,
+    )
+    verification = json.loads((folder / "verification.json").read_text())
+    assert [(t["id"], t["outcome"], t["passed"]) for t in verification["tests"]] == [
+        (t["id"], t["outcome"], t["passed"]) for t in summary["reward_breakdown"]["tests"]
+    ]
 
 
 async def test_warm_spares_serve_repeat_resets_and_are_released(

@@ -167,6 +167,8 @@ def scenarios_of(cache: Path | None, split: str) -> list[tuple[str, str]]:
     from a01gym.env.sampler import open_source
 
     entries = open_source(cache).entries(split=split)
+    if not entries:
+        raise ConfigError("--split", f"{cache} has no {split!r} scenarios to play")
     return [(e.hash, e.family) for e in sorted(entries, key=lambda e: (e.family, e.hash))]
 
 
