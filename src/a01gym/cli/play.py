@@ -106,8 +106,12 @@ async def _in_thread(read: Callable[[], _T]) -> _T:
     future: asyncio.Future[_T] = loop.create_future()
 
     def settle(value: Any, failed: bool) -> None:
-        if not future.done():
-            future.set_exception(value) if failed else future.set_result(value)
+        if future.done():
+            return
+        if failed:
+            future.set_exception(value)
+        else:
+            future.set_result(value)
 
     def run() -> None:
         try:
