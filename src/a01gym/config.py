@@ -9,6 +9,7 @@ through :func:`get_settings`, never at import time.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import ipaddress
 import os
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic_core import ErrorDetails
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -308,7 +310,67 @@ class Settings(BaseSettings):
         if not Path(path).is_file():
             raise ConfigError(CONFIG_ENV, f"no such file {path}", hint="fix or unset it")
         # YAML is a superset of JSON, so one source reads both.
-        return init_settings, env_settings, YamlConfigSettingsSource(settings_cls, Path(path))
+        return init_settings, env_settings, _SectionCheckedSource(settings_cls, Path(path))
+
+
+class _SectionCheckedSource(YamlConfigSettingsSource):
+    """The settings file, refusing top-level keys that are not sections: :class:`Settings`
+    ignores unknown ``A01GYM_*`` variables, but a misspelt section in a file is a mistake."""
+
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        sections = sorted(Settings.model_fields)
+        for key in data:
+            if key not in Settings.model_fields:
+                raise ConfigError(
+                    CONFIG_ENV,
+                    f"unknown section {key!r} in {os.environ.get(CONFIG_ENV)}",
+                    hint=_suggestion(key, sections, "sections"),
+                )
+        return data
+
+
+def _suggestion(name: str, known: list[str], kind: str) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    listed = f"{kind}: {', '.join(known)}"
+    return f"did you mean {close[0]!r}? {listed}" if close else listed
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The settings model that holds the field at ``loc`` (``("gateway", "port")``)."""
+    model: type[BaseModel] = Settings
+    for part in loc[:-1]:
+        field = model.model_fields.get(str(part))
+        annotation = field.annotation if field is not None else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    return model
+
+
+def _explain(error: ErrorDetails) -> ConfigError:
+    """One :class:`ConfigError` for the first invalid setting, naming where it came from: an
+    ``A01GYM_*`` variable that is set, else the settings file."""
+    where = [str(p) for p in error["loc"]]
+    variable = "A01GYM_" + "__".join(where).upper()
+    dotted = ".".join(where)
+    from_env = variable in {k.upper() for k in os.environ}
+    if error["type"] == "extra_forbidden":
+        model = _model_at(error["loc"])
+        known = sorted(model.model_fields) if model is not None else []
+        return ConfigError(
+            variable if from_env else dotted,
+            f"unknown setting {dotted!r}"
+            + ("" if from_env else f" in the {CONFIG_ENV} file {os.environ.get(CONFIG_ENV)}"),
+            hint=_suggestion(where[-1], known, "fields") if known else "remove it",
+        )
+    if from_env:
+        return ConfigError(variable, error["msg"], hint=f"fix or unset {variable}")
+    return ConfigError(
+        dotted,
+        error["msg"],
+        hint=f"fix {dotted} in the {CONFIG_ENV} file, or set {variable}",
+    )
 
 
 @functools.cache
@@ -323,19 +385,33 @@ def get_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = [str(p) for p in first["loc"]]
-        field = "A01GYM_" + "__".join(where).upper()
-        raise ConfigError(
-            field,
-            first["msg"],
-            hint=f"set {field}, or fix {'.'.join(where)} in the {CONFIG_ENV} file",
-        ) from exc
+        raise _explain(exc.errors()[0]) from exc
     except (yaml.YAMLError, ValueError, TypeError) as exc:  # the file is not a mapping of YAML
         raise ConfigError(CONFIG_ENV, f"unreadable settings file: {exc}") from exc
 
 
-def with_overrides(section: _Section, **overrides: Any) -> _Section:
+def with_overrides(
+    section: _Section, *, names: dict[str, str] | None = None, **overrides: Any
+) -> _Section:
     """``section`` with some fields replaced (say, from command-line options), validated
-    (an unknown field is an error too)."""
-    return type(section).model_validate({**section.model_dump(), **overrides})
+    (an unknown field is an error too).
+
+    Args:
+        section: the settings to start from.
+        names: what to call a field in an error, e.g. ``{"port": "--port"}``, so a bad option
+            value reads like a bad environment variable.
+        **overrides: the new values.
+
+    Raises:
+        ConfigError: naming the first invalid field.
+    """
+    try:
+        return type(section).model_validate({**section.model_dump(), **overrides})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(p) for p in first["loc"])
+        name = (names or {}).get(field, field)
+        value = overrides.get(field, "")
+        raise ConfigError(
+            name, f"{first['msg']} (got {value!r})" if field in overrides else first["msg"]
+        ) from exc

@@ -14,7 +14,8 @@ observation, never one of these.
     │   ├── SandboxCapacityError
     │   ├── SandboxLostError
     │   └── IsolationError
-    └── EpisodeError
+    ├── EpisodeError
+    └── UnreachableError
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "SandboxStartError",
     "SandboxTimeoutError",
     "ScenarioError",
+    "UnreachableError",
 ]
 
 
@@ -105,3 +107,12 @@ class IsolationError(SandboxError):
 
 class EpisodeError(A01GymError):
     """An episode was used in a way its state does not allow (e.g. reset never called)."""
+
+
+class UnreachableError(A01GymError):
+    """A gateway or model endpoint does not answer; nothing useful can run until it does."""
+
+    def __init__(self, endpoint: str, problem: str, *, hint: str | None = None) -> None:
+        self.endpoint = endpoint
+        self.problem = problem
+        super().__init__(f"cannot reach {endpoint}: {problem}", hint=hint)

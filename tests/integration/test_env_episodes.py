@@ -69,7 +69,8 @@ async def test_reference_fix_scores_one(
     final = await _grade(env, idor_bundle.hidden.reference_fix)
     breakdown = final["observation"]["reward_breakdown"]
     assert final["reward"] == 1.0 and breakdown["resolved"] is True
-    assert all(t["ok"] for t in breakdown["tests"])
+    assert all(t["passed"] for t in breakdown["tests"])
+    assert {t["outcome"] for t in breakdown["tests"]} == {"blocked", "works"}
     assert {t["id"] for t in breakdown["tests"]} == {t.id for t in idor_bundle.hidden.tests}
 
 
@@ -97,12 +98,13 @@ async def test_hardcoding_visible_ids_passes_visible_tests_but_fails_hidden_ones
     await _apply(env, idor_bundle.hidden.traps["hardcode-visible-ids"])
     visible = (await env.step({"tool": "run_tests"})).wire()["observation"]
     assert {t["id"]: t["outcome"] for t in visible["result"]["tests"]} == {
-        "visible-owner-reads": "pass",
-        "visible-peer-read": "fail",  # the visible exploit looks blocked
+        "visible-owner-reads": "works",
+        "visible-peer-read": "blocked",  # the visible exploit looks blocked
     }
     breakdown = (await env.step({"tool": "submit"})).wire()["observation"]["reward_breakdown"]
     assert not breakdown["resolved"]
-    assert not all(t["ok"] for t in breakdown["tests"] if t["kind"] == "exploit")
+    assert not all(t["passed"] for t in breakdown["tests"] if t["kind"] == "exploit")
+    assert "exploited" in {t["outcome"] for t in breakdown["tests"]}
 
 
 async def test_no_tool_reveals_a_score_before_the_terminal_step(
@@ -290,13 +292,24 @@ async def test_sandbox_is_released_when_an_episode_is_abandoned(
 async def test_episode_log_and_artifacts_are_written(
     env: environment.A01Environment, tmp_path: Path
 ) -> None:
-    await env.reset(seed=10, episode_id="logged-episode")
+    reset = await env.reset(seed=10, episode_id="logged-episode", agent="tester")
+    scenario = reset.observation.result["scenario"]
     await env.step({"tool": "list_files"})
     await env.step({"tool": "submit"})
     files = RunLogger(tmp_path).artifacts("logged-episode")
     assert files is not None
     assert files["steps.jsonl"].count("\n") == 4  # reset, 2 steps, episode
-    assert (tmp_path / "episodes" / "logged-episode" / "verification.json").is_file()
+    folder = tmp_path / "episodes" / f"logged-episode-{scenario[:8]}"
+    summary = json.loads(files["summary.json"])
+    assert (summary["episode_id"], summary["agent"], summary["scenario"]) == (
+        "logged-episode",
+        "tester",
+        scenario,
+    )
+    verification = json.loads((folder / "verification.json").read_text())
+    assert [(t["id"], t["outcome"], t["passed"]) for t in verification["tests"]] == [
+        (t["id"], t["outcome"], t["passed"]) for t in summary["reward_breakdown"]["tests"]
+    ]
 
 
 async def test_warm_spares_serve_repeat_resets_and_are_released(

@@ -85,7 +85,35 @@ def test_overrides_are_validated() -> None:
     base = GatewaySettings()
     assert with_overrides(base, port=8001).port == 8001
     assert base.port == 8000
-    with pytest.raises(ValueError):
-        with_overrides(base, max_sessions=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError):
         with_overrides(base, prot=1)
+
+
+def test_a_bad_override_is_named_like_its_option() -> None:
+    with pytest.raises(ConfigError, match="got 99999") as raised:
+        with_overrides(GatewaySettings(), names={"port": "--port"}, port=99999)
+    assert raised.value.field == "--port"
+
+
+def test_a_misspelt_file_section_is_refused_with_the_nearest_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "a01gym.yaml"
+    path.write_text("gatway:\n  port: 9000\n")
+    monkeypatch.setenv(CONFIG_ENV, str(path))
+    with pytest.raises(ConfigError, match="unknown section 'gatway'") as raised:
+        get_settings()
+    assert "did you mean 'gateway'?" in str(raised.value)
+
+
+def test_a_misspelt_file_field_suggests_the_field_not_a_variable(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    path = tmp_path / "a01gym.yaml"
+    path.write_text("gateway:\n  prot: 9000\n")
+    monkeypatch.setenv(CONFIG_ENV, str(path))
+    with pytest.raises(ConfigError) as raised:
+        get_settings()
+    assert raised.value.field == "gateway.prot"
+    assert "did you mean 'port'?" in str(raised.value)
+    assert "A01GYM_GATEWAY__PROT" not in str(raised.value)

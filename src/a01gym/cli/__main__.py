@@ -1,4 +1,16 @@
-"""The ``a01gym`` command: mounts each command group; every command is a thin wrapper."""
+"""The ``a01gym`` command: mounts each command group; every command is a thin wrapper.
+
+:func:`main` is the one place where errors become exit codes:
+
+* 0 success; ``-h``/``--help`` print help and exit 0;
+* 2 usage errors (an unknown option, a missing one, a value of the wrong type): typer prints
+  the usage and the problem. A bare ``a01gym`` (or a bare group) prints help and exits 2,
+  click's convention for "no command given";
+* 1 every other error, as one line saying what to do next: an :class:`A01GymError` (bad
+  option values and bad ``A01GYM_*`` variables both become :class:`ConfigError`) or an
+  ``OSError``;
+* 130 Ctrl-C.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +19,7 @@ from typing import Annotated, Literal
 import typer
 
 from a01gym import __version__
-from a01gym.cli import demo, factory, operator, report, sandbox, serve, train
+from a01gym.cli import demo, factory, operator, play, report, sandbox, serve, train
 from a01gym.cli import eval as eval_cli
 from a01gym.cli import trajectories as trajectories_cli
 from a01gym.cli.logs import configure_logging
@@ -19,6 +31,8 @@ app = typer.Typer(
     name="a01gym",
     help="An OpenEnv RL environment for finding and fixing broken access control (OWASP A01).",
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    pretty_exceptions_enable=False,
 )
 app.add_typer(factory.app, name="factory")
 app.add_typer(operator.app, name="operator")
@@ -29,6 +43,7 @@ app.command("demo")(demo.demo_command)
 app.command("export-trajectories")(trajectories_cli.export_command)
 app.command("report")(report.report_command)
 app.command("train")(train.train_command)
+app.command("play")(play.play_command)
 
 
 @app.callback()
@@ -49,24 +64,19 @@ def version() -> None:
     typer.echo(__version__)
 
 
-def main() -> None:
-    """Console-script entry: errors become one readable line and exit code 1."""
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry: usage errors exit 2, every other error one line and exit 1."""
     try:
-        app(standalone_mode=False)
+        # Standalone mode lets typer print usage errors and turn typer.Exit into exit codes.
+        app(args=argv, standalone_mode=True)
     except A01GymError as exc:
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        raise SystemExit(1) from None
+    except OSError as exc:
         typer.secho(f"error: {exc}", fg="red", err=True)
         raise SystemExit(1) from None
     except KeyboardInterrupt:
         raise SystemExit(130) from None
-    except typer.Exit as exc:
-        raise SystemExit(exc.exit_code) from None
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            raise SystemExit(exc.exit_code) from None
-        raise
 
 
 if __name__ == "__main__":

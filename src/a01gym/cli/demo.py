@@ -56,17 +56,22 @@ def demo_command(
         ".cache/demo-scenarios"
     ),
     count: Annotated[int, typer.Option(min=1, help="Scenarios to build when needed.")] = 50,
-    episodes: Annotated[int, typer.Option(min=1, help="Episodes per agent.")] = 12,
+    episodes: Annotated[
+        str, typer.Option(help="Episodes per agent, or 'all': each eval scenario once.")
+    ] = "all",
     concurrency: Annotated[int, typer.Option(min=1, help="Parallel sessions.")] = 4,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the build and the episodes.")] = 0,
 ) -> None:
     """Build or load scenarios, serve them, evaluate the baselines, write runs/demo/."""
-    from a01gym.cli.eval import gateway_for, make_agent_factory
+    from a01gym.cli.eval import gateway_for, make_agent_factory, parse_episodes, scenarios_of
     from a01gym.training import eval as evaluation
     from a01gym.training import report
 
+    per_agent = parse_episodes(episodes)
     _ensure_cache(cache, count, seed)
     runs_dir = out / "runs"
+    scenarios = scenarios_of(cache, "eval") if per_agent is None else None
+    jobs = evaluation.jobs_for(per_agent or 0, seed=seed, scenarios=scenarios)
 
     async def evaluate() -> tuple[list[evaluation.EvalSummary], dict]:
         summaries, records = [], {}
@@ -78,7 +83,11 @@ def demo_command(
                     agent, cache=cache, model=None, base_url=None, api_key_env="OPENAI_API_KEY"
                 )
                 records[agent] = await evaluation.run_eval(
-                    url, make_agent, episodes=episodes, concurrency=concurrency, seed=seed
+                    url,
+                    make_agent,
+                    jobs,
+                    agent_name=agent,
+                    concurrency=concurrency,
                 )
                 summaries.append(
                     evaluation.summarise(
@@ -88,7 +97,10 @@ def demo_command(
                         seconds=time.perf_counter() - started,
                     )
                 )
-                _console.print(f"{agent}: mean reward {summaries[-1].mean_reward:.3f}")
+                _console.print(
+                    f"{agent}: mean reward {summaries[-1].mean_reward}, "
+                    f"{summaries[-1].errors} errors"
+                )
         return summaries, records
 
     summaries, records = asyncio.run(evaluate())
@@ -100,10 +112,10 @@ def demo_command(
         table.add_row(
             s.agent,
             str(s.episodes),
-            f"{s.mean_reward:.3f}",
-            f"{s.security_pass_rate:.0%}",
-            f"{s.regression_pass_rate:.0%}",
-            f"{s.resolved_rate:.0%}",
+            report.format_mean(s.mean_reward, s.reward_ci),
+            report.format_rate(s.security_pass_rate),
+            report.format_rate(s.regression_pass_rate),
+            report.format_rate(s.resolved_rate, s.resolved_ci),
         )
     _console.print(table)
     _console.print(f"wrote {files['markdown']}, {files['plot']} and transcripts under {runs_dir}")

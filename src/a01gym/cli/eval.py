@@ -1,9 +1,10 @@
 """``a01gym eval``: run a baseline or model agent over a split and report per family.
 
 Talks to a gateway through the OpenEnv client: ``--url`` for a running one, otherwise it
-starts one in-process on loopback over ``--cache``. Writes ``episodes.jsonl`` and
-``summary.json`` under ``--out``; the table goes to stderr, ``--json`` prints the summary to
-stdout.
+starts one in-process on loopback over ``--cache``. Each run gets its own folder under
+``--out`` (:class:`~a01gym.training.evalrun.EvalRun`); the table goes to stderr, ``--json``
+prints the summary to stdout. Exit 1 when any episode errored (errors are counted apart from
+rewards) or when the gateway or model endpoint cannot be reached (checked first, in seconds).
 """
 
 from __future__ import annotations
@@ -22,11 +23,28 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from a01gym.errors import ConfigError
+from a01gym.errors import A01GymError, ConfigError
 
-__all__ = ["eval_command", "gateway_for", "make_agent_factory", "summary_table"]
+__all__ = [
+    "eval_command",
+    "gateway_for",
+    "make_agent_factory",
+    "parse_episodes",
+    "scenarios_of",
+    "summary_table",
+]
 
 _console = Console(stderr=True)
+
+
+class EvalFailed(A01GymError):
+    """Some episodes errored: the run is written, but its numbers are incomplete."""
+
+    def __init__(self, errors: int, episodes: int, rows: Path) -> None:
+        super().__init__(
+            f"{errors} of {episodes} episodes failed; rewards cover the other {episodes - errors}",
+            hint=f"see the error field of the rows in {rows}",
+        )
 
 
 def make_agent_factory(
@@ -92,9 +110,30 @@ async def gateway_for(
         yield started
 
 
+def parse_episodes(value: str) -> int | None:
+    """``--episodes``: a positive count, or ``all`` (``None``: each scenario of the split once).
+
+    Raises:
+        ConfigError: for anything else.
+    """
+    if value.strip().lower() == "all":
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise ConfigError("--episodes", f"expected a positive number or 'all', got {value!r}")
+    return count
+
+
 def summary_table(summary: Any) -> Table:
+    """Per-family rows and an ``all`` row; 95 % intervals in brackets, errors apart."""
+    from a01gym.training import report
+
     table = Table(title=f"a01gym eval: {summary.agent} on {summary.split}")
-    for column in ("family", "episodes", "mean reward", "security", "regression", "resolved"):
+    columns = ("family", "episodes", "errors", "mean reward", "security", "regression", "resolved")
+    for column in columns:
         table.add_column(column, justify="right" if column != "family" else "left")
     rows = [*summary.per_family.items()]
     rows.append(
@@ -102,10 +141,13 @@ def summary_table(summary: Any) -> Table:
             "all",
             {
                 "episodes": summary.episodes,
+                "errors": summary.errors,
                 "mean_reward": summary.mean_reward,
+                "reward_ci": summary.reward_ci,
                 "security": summary.security_pass_rate,
                 "regression": summary.regression_pass_rate,
                 "resolved": summary.resolved_rate,
+                "resolved_ci": summary.resolved_ci,
             },
         )
     )
@@ -113,25 +155,44 @@ def summary_table(summary: Any) -> Table:
         table.add_row(
             family,
             str(r["episodes"]),
-            f"{r['mean_reward']:.3f}",
-            f"{r['security']:.0%}",
-            f"{r['regression']:.0%}",
-            f"{r['resolved']:.0%}",
+            str(r["errors"]),
+            report.format_mean(r["mean_reward"], r.get("reward_ci")),
+            report.format_rate(r["security"]),
+            report.format_rate(r["regression"]),
+            report.format_rate(r["resolved"], r.get("resolved_ci")),
         )
     return table
+
+
+def scenarios_of(cache: Path | None, split: str) -> list[tuple[str, str]]:
+    """``(hash, family)`` of every scenario in ``split``, for ``--episodes all``."""
+    if cache is None:
+        raise ConfigError(
+            "--episodes",
+            "'all' lists the scenarios of --cache",
+            hint="give --cache (with --url: the cache that gateway serves)",
+        )
+    from a01gym.env.sampler import open_source
+
+    entries = open_source(cache).entries(split=split)
+    if not entries:
+        raise ConfigError("--split", f"{cache} has no {split!r} scenarios to play")
+    return [(e.hash, e.family) for e in sorted(entries, key=lambda e: (e.family, e.hash))]
 
 
 def eval_command(
     agent: Annotated[str, typer.Option(help="noop, deny-all, reference or openai.")] = "noop",
     split: Annotated[str, typer.Option(help="Scenario split to sample.")] = "eval",
-    episodes: Annotated[int, typer.Option(min=1, help="Episodes to run.")] = 8,
+    episodes: Annotated[
+        str, typer.Option(help="Episodes to run, or 'all': each scenario of the split once.")
+    ] = "8",
     concurrency: Annotated[int, typer.Option(min=1, help="Parallel sessions.")] = 4,
     seed: Annotated[int, typer.Option(min=0, help="Seed of the first episode.")] = 0,
     url: Annotated[str | None, typer.Option(help="A running gateway's base URL.")] = None,
     cache: Annotated[Path | None, typer.Option(help="Scenario cache (or bundle folder).")] = None,
-    out: Annotated[Path, typer.Option(help="Where episodes.jsonl and summary.json go.")] = Path(
-        "runs/eval"
-    ),
+    out: Annotated[
+        Path, typer.Option(help="Each run writes a new folder <time>-<agent>-<split> here.")
+    ] = Path("runs/eval"),
     model: Annotated[str | None, typer.Option(help="Model name (openai agent).")] = None,
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible base URL.", envvar="OPENAI_BASE_URL")
@@ -142,51 +203,70 @@ def eval_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Evaluate an agent over a split through the OpenEnv client."""
-    try:
-        from a01gym.training import eval as evaluation
-    except ImportError as exc:
-        raise ConfigError(
-            "agent",
-            f"evaluation needs the OpenEnv client ({exc.name} is not installed)",
-            hint="pip install 'a01gym[eval]'",
-        ) from exc
+    from a01gym.env import sampler
+    from a01gym.training import eval as evaluation
+    from a01gym.training import evalrun
 
+    count = parse_episodes(episodes)
+    if url is None and cache is not None:
+        splits = sampler.check_source(cache)
+        if not splits.get(split):
+            raise ConfigError(
+                "--split",
+                f"{cache} has no {split!r} scenarios",
+                hint=f"its splits: {', '.join(f'{k} ({v})' for k, v in sorted(splits.items()))}",
+            )
+    scenarios = scenarios_of(cache, split) if count is None else None
+    jobs = evaluation.jobs_for(count or 0, seed=seed, scenarios=scenarios)
     make_agent = make_agent_factory(
         agent, cache=cache, model=model, base_url=base_url, api_key_env=api_key_env
     )
-    out.mkdir(parents=True, exist_ok=True)
-    jsonl = (out / "episodes.jsonl").open("w", encoding="utf-8")
 
-    def write(record: Any) -> None:
-        jsonl.write(json.dumps(dataclasses.asdict(record)) + "\n")
-        jsonl.flush()
-        mark = "error" if record.error else f"reward {record.reward:+.3f}"
-        _console.print(f"episode {record.index:>4} seed {record.seed:<6} {record.family:<8} {mark}")
+    async def preflight() -> None:
+        """Seconds, not a table of zeros: the model endpoint and the gateway answer."""
+        probe = make_agent()
+        if hasattr(probe, "check_endpoint"):
+            await probe.check_endpoint()
+        if url is not None:
+            await evaluation.check_gateway(url)
 
-    async def main() -> Any:
+    async def main(run: evalrun.EvalRun) -> Any:
         started = time.perf_counter()
-        async with gateway_for(url, cache, out / "runs") as base:
+
+        def write(record: Any) -> None:
+            run.add(record)
+            mark = f"error: {record.error}" if record.error else f"reward {record.reward:+.3f}"
+            _console.print(
+                f"episode {record.index:>4} {record.episode_id:<28} {record.family:<6} {mark}",
+                soft_wrap=True,
+            )
+
+        async with gateway_for(url, cache, run.gateway_runs) as base:
             records = await evaluation.run_eval(
                 base,
                 make_agent,
-                episodes=episodes,
+                jobs,
+                agent_name=agent,
                 concurrency=concurrency,
                 split=split,
-                seed=seed,
                 on_record=write,
             )
         return evaluation.summarise(
             records, agent=agent, split=split, seconds=time.perf_counter() - started
         )
 
+    if url is None and cache is None:
+        raise ConfigError("--cache", "give --url of a running gateway, or --cache to start one")
+    asyncio.run(preflight())
+    run = evalrun.EvalRun(out, agent=agent, split=split)
     try:
-        summary = asyncio.run(main())
+        summary = asyncio.run(main(run))
+        run.finish(summary)
     finally:
-        jsonl.close()
-    (out / "summary.json").write_text(json.dumps(dataclasses.asdict(summary), indent=2))
+        run.close()
     _console.print(summary_table(summary))
-    _console.print(f"wrote {out / 'episodes.jsonl'} and {out / 'summary.json'}")
+    _console.print(f"wrote {run.episodes} and {run.summary}", soft_wrap=True)
     if json_output:
-        typer.echo(json.dumps(dataclasses.asdict(summary)))
+        typer.echo(json.dumps(dataclasses.asdict(summary) | {"run_dir": str(run.path)}))
     if summary.errors:
-        _console.print(f"[yellow]{summary.errors} episodes failed; see episodes.jsonl[/yellow]")
+        raise EvalFailed(summary.errors, summary.episodes, run.episodes)

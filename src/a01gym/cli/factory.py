@@ -40,7 +40,7 @@ def _errors() -> Iterator[None]:
         _err.print("[yellow]interrupted[/]; the cache holds every scenario finished so far")
         raise typer.Exit(130) from None
     except A01GymError as exc:
-        _err.print(f"[red]error:[/] {exc}")
+        _err.print(f"[red]error:[/] {exc}", soft_wrap=True)
         raise typer.Exit(1) from None
 
 

@@ -2,74 +2,157 @@
 
 A thin wrapper: options become :class:`~a01gym.config.GatewaySettings` (falling back
 to ``A01GYM_GATEWAY__*``), :func:`~a01gym.gateway.app.create_app` builds the app, uvicorn runs
-it. Ctrl-C or SIGTERM shut it down gracefully, releasing every sandbox.
+it. The scenario cache is checked before anything starts, and ``--port 0`` binds a free port
+and prints it. Ctrl-C or SIGTERM shut it down gracefully, releasing every sandbox.
 """
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Annotated
 
 import typer
-import uvicorn
 from pydantic import SecretStr
 from rich.console import Console
 
-from a01gym.config import get_settings, with_overrides
-from a01gym.gateway import app as gateway_app
-from a01gym.gateway import server
+from a01gym.config import GatewaySettings, get_settings, with_overrides
+from a01gym.errors import ConfigError
 
 __all__ = ["serve"]
 
 _console = Console(stderr=True)
+_DEFAULTS = GatewaySettings.model_fields
+_OPTION_NAMES = {
+    "host": "--host",
+    "port": "--port",
+    "cache": "--cache",
+    "backend": "--backend",
+    "token": "--token",
+    "max_sessions": "--max-sessions",
+    "idle_timeout_s": "--idle-timeout",
+    "weights": "--weights",
+    "runs_dir": "--runs-dir",
+}
+
+
+def _default(field: str) -> str:
+    return f"{_DEFAULTS[field].default}, or A01GYM_GATEWAY__{field.upper()}"
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0: a free one), so the real port is known
+    before uvicorn starts and a taken port fails here with a clear line."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            "--port",
+            f"cannot listen on {host}:{port}: {exc.strerror}",
+            hint="pick another port, or 0 for a free one",
+        ) from exc
+    sock.set_inheritable(True)
+    return sock
 
 
 def serve(
-    host: Annotated[str, typer.Option(help="Address to bind (non-loopback needs --token).")] = "",
-    port: Annotated[int, typer.Option(help="TCP port.")] = 0,
-    cache: Annotated[
-        Path | None, typer.Option(help="Scenario cache, or a folder of bundle folders.")
+    host: Annotated[
+        str | None,
+        typer.Option(
+            help="Address to bind (non-loopback needs --token).", show_default=_default("host")
+        ),
     ] = None,
-    backend: Annotated[str, typer.Option(help="Sandbox backend: local.")] = "",
+    port: Annotated[
+        int | None,
+        typer.Option(
+            help="TCP port; 0 picks a free one and prints it.", show_default=_default("port")
+        ),
+    ] = None,
+    cache: Annotated[
+        Path | None,
+        typer.Option(
+            help="Scenario cache, or a folder of bundle folders (checked at start).",
+            show_default="A01GYM_GATEWAY__CACHE",
+        ),
+    ] = None,
+    backend: Annotated[
+        str | None,
+        typer.Option(
+            help="Sandbox backend: local or kubernetes.", show_default=_default("backend")
+        ),
+    ] = None,
     token: Annotated[
         str | None,
         typer.Option(help="Bearer token clients must present.", envvar="A01GYM_GATEWAY__TOKEN"),
     ] = None,
-    max_sessions: Annotated[int, typer.Option(help="Concurrent sessions allowed.")] = 0,
+    max_sessions: Annotated[
+        int | None,
+        typer.Option(help="Concurrent sessions allowed.", show_default=_default("max_sessions")),
+    ] = None,
     idle_timeout: Annotated[
-        float | None, typer.Option(help="Close sessions idle this many seconds (0: never).")
+        float | None,
+        typer.Option(
+            help="Close sessions idle this many seconds (0: never).",
+            show_default=_default("idle_timeout_s"),
+        ),
     ] = None,
     weights: Annotated[Path | None, typer.Option(help="Curriculum weights file.")] = None,
-    runs_dir: Annotated[Path | None, typer.Option(help="Episode logs and artifacts.")] = None,
+    runs_dir: Annotated[
+        Path | None,
+        typer.Option(help="Episode logs and artifacts.", show_default=_default("runs_dir")),
+    ] = None,
 ) -> None:
     """Serve a01gym episodes over OpenEnv (/ws, /mcp, HTTP) until interrupted."""
+    import uvicorn  # here, so `a01gym --help` and other commands start without the server
+
+    from a01gym.env import sampler
+    from a01gym.gateway import app as gateway_app
+    from a01gym.gateway import server
+
     overrides: dict[str, object] = {
         key: value
         for key, value in {
-            "host": host or None,
-            "port": port or None,
+            "host": host,
+            "port": port,
             "cache": cache,
-            "backend": backend or None,
+            "backend": backend,
             "token": SecretStr(token) if token else None,
-            "max_sessions": max_sessions or None,
+            "max_sessions": max_sessions,
             "idle_timeout_s": idle_timeout,
             "weights": weights,
             "runs_dir": runs_dir,
         }.items()
         if value is not None
     }
-    settings = with_overrides(get_settings().gateway, **overrides)
+    settings = with_overrides(get_settings().gateway, names=_OPTION_NAMES, **overrides)
     settings.check_exposure()
+    if settings.cache is None:
+        raise ConfigError(
+            "--cache",
+            "no scenario cache given",
+            hint=f"pass --cache DIR or set A01GYM_GATEWAY__CACHE; {sampler.BUILD_HINT}",
+        )
+    counts = sampler.check_source(settings.cache)
     app = gateway_app.create_app(settings)
+    sock = _bind(settings.host, settings.port)
+    bound = sock.getsockname()[1]
     config = server.uvicorn_config(
         app,
         host=settings.host,
-        port=settings.port,
+        port=bound,
         ws_max_size=settings.ws_max_size,
         log_level="info",
     )
+    scenarios = ", ".join(f"{n} {split}" for split, n in sorted(counts.items()))
     _console.print(
-        f"a01gym gateway on http://{settings.host}:{settings.port} "
-        f"(max {settings.max_sessions} sessions, backend {settings.backend}); Ctrl-C stops it"
+        f"a01gym gateway on http://{settings.host}:{bound} ({scenarios} scenarios, "
+        f"max {settings.max_sessions} sessions, backend {settings.backend}); Ctrl-C stops it"
     )
-    uvicorn.Server(config).run()
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

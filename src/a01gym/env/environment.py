@@ -32,7 +32,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from a01gym import config
 from a01gym.env import briefing, models, reward, tools, warm
-from a01gym.env.logger import EPISODE_ID_PATTERN, EpisodeLog, RunLogger
+from a01gym.env.logger import (
+    AGENT_PATTERN,
+    EPISODE_ID_PATTERN,
+    EpisodeLog,
+    RunLogger,
+    verification_document,
+)
 from a01gym.env.sampler import CurriculumSampler
 from a01gym.env.warm import WarmSpares
 from a01gym.errors import EpisodeError, SandboxError
@@ -58,6 +64,11 @@ class ResetParams(BaseModel):
 
     seed: int | None = Field(None, ge=0, le=2**63 - 1)
     episode_id: str | None = Field(None, pattern=EPISODE_ID_PATTERN.pattern)
+    agent: str | None = Field(
+        None,
+        pattern=AGENT_PATTERN.pattern,
+        description="Who plays (e.g. 'noop', 'human'); kept in the episode's artifacts.",
+    )
     scenario: str | None = Field(None, min_length=8, max_length=128)
     split: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$")
     family: str | None = Field(None, max_length=64)
@@ -339,7 +350,7 @@ class A01Environment:
             split=entry.split,
             seed=seed,
             sandbox=sandbox,
-            log=self.runtime.logger.open(episode_id),
+            log=self.runtime.logger.open(episode_id, scenario=digest, agent=params.agent),
         )
         self._episode = episode
         observation = models.A01Observation(
@@ -351,7 +362,6 @@ class A01Environment:
         )
         if episode.log is not None:
             episode.log.reset(
-                scenario=bundle.manifest.content_hash,
                 seed=seed,
                 split=entry.split,
                 briefing=text,
@@ -580,8 +590,6 @@ class A01Environment:
             diff = _diff(episode.bundle, changes)
             episode.log.finish(
                 summary={
-                    "episode_id": episode.episode_id,
-                    "scenario": manifest.content_hash,
                     "split": episode.split,
                     "seed": episode.seed,
                     "steps": episode.step_count,
@@ -590,7 +598,7 @@ class A01Environment:
                     "files_changed": sorted(changes),
                 },
                 diff=diff,
-                verification=report.model_dump(mode="json") if report is not None else None,
+                verification=verification_document(report) if report is not None else None,
             )
             episode.log = None
         logger.info(

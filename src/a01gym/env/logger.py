@@ -1,12 +1,19 @@
 """Per-episode records and artifacts under a runs directory, for the feedback loop.
 
-Layout::
+Layout (``<folder>`` is ``<episode_id>-<scenario8>``: ``a01gym eval`` and ``a01gym play``
+choose ids ``<agent>-<seed>-<random8>``, so folders read ``noop-10-1f2e3d4c-9a8b7c6d``)::
 
-    <runs>/episodes/<episode_id>/steps.jsonl        one record per step, then one "episode" record
-    <runs>/episodes/<episode_id>/verification.json  the full hidden report (private)
-    <runs>/episodes/<episode_id>/diff.patch         the final diff
-    <runs>/episodes/<episode_id>/transcript.md      actions and outputs, readable
-    <runs>/episodes/<episode_id>/summary.json       scenario, labels, reward breakdown
+    <runs>/episodes/<folder>/steps.jsonl        one record per step, then one "episode" record
+    <runs>/episodes/<folder>/verification.json  the full hidden report (private)
+    <runs>/episodes/<folder>/diff.patch         the final diff
+    <runs>/episodes/<folder>/transcript.md      actions and outputs, readable
+    <runs>/episodes/<folder>/summary.json       episode_id, agent, scenario, labels, reward
+
+Every record and summary carries ``episode_id``, ``agent`` and ``scenario``, so rows from
+here, from an eval's ``episodes.jsonl`` and from saved model messages join on them. Test
+results in ``verification.json`` use the fields of :func:`a01gym.scenario.verdicts.result_row`
+(``outcome`` blocked/exploited/works/broken/inconclusive and ``passed``), as the reward
+breakdown and ``run_tests`` do.
 
 ``verification.json`` holds hidden test evidence; it is for offline analysis only and
 :data:`PUBLIC_ARTIFACTS` (what the gateway serves) leaves it out. Writes are small appends made
@@ -23,21 +30,47 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["EPISODE_ID_PATTERN", "PUBLIC_ARTIFACTS", "EpisodeLog", "RunLogger"]
+from a01gym.sandbox.verification import Verification
+from a01gym.scenario import verdicts
+
+__all__ = [
+    "AGENT_PATTERN",
+    "EPISODE_ID_PATTERN",
+    "PUBLIC_ARTIFACTS",
+    "EpisodeLog",
+    "RunLogger",
+    "verification_document",
+]
 
 logger = logging.getLogger(__name__)
 
 EPISODE_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+AGENT_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$")
+_SCENARIO_CHARS = 8
 PUBLIC_ARTIFACTS = ("summary.json", "diff.patch", "transcript.md", "steps.jsonl")
 _TRANSCRIPT_CHARS = 4000
+
+
+def verification_document(report: Verification) -> dict[str, Any]:
+    """``verification.json``: the hidden report with its test results in the shared vocabulary."""
+    return {
+        "app": report.app.model_dump(mode="json"),
+        "score": report.score.model_dump(mode="json"),
+        "duration_ms": report.duration_ms,
+        "tests": [verdicts.result_row(r) for r in report.results],
+    }
 
 
 class EpisodeLog:
     """The open record of one episode."""
 
-    def __init__(self, directory: Path, episode_id: str) -> None:
+    def __init__(
+        self, directory: Path, episode_id: str, *, scenario: str, agent: str | None
+    ) -> None:
         self.directory = directory
         self.episode_id = episode_id
+        self.scenario = scenario
+        self.agent = agent
         self._steps: IO[str] | None = None
         self._transcript: IO[str] | None = None
         try:
@@ -65,10 +98,12 @@ class EpisodeLog:
         except OSError as exc:
             logger.warning("transcript write failed: %s", exc)
 
+    def _keys(self) -> dict[str, Any]:
+        return {"episode_id": self.episode_id, "agent": self.agent, "scenario": self.scenario}
+
     def reset(
         self,
         *,
-        scenario: str,
         seed: int,
         split: str,
         briefing: str,
@@ -80,21 +115,24 @@ class EpisodeLog:
             {
                 "type": "reset",
                 "time": time.time(),
-                "episode_id": self.episode_id,
-                "scenario": scenario,
+                **self._keys(),
                 "seed": seed,
                 "split": split,
                 "ms": round(ms, 3),
                 "observation": observation,
             }
         )
-        self._say(f"# Episode {self.episode_id}\n\nscenario `{scenario}`\n\n{briefing}\n\n")
+        self._say(
+            f"# Episode {self.episode_id}\n\nscenario `{self.scenario}`, "
+            f"agent `{self.agent or 'unnamed'}`, seed {seed}\n\n{briefing}\n\n"
+        )
 
     def step(self, *, index: int, action: Any, observation: dict[str, Any], ms: float) -> None:
         self._append(
             {
                 "type": "step",
                 "time": time.time(),
+                "episode_id": self.episode_id,
                 "step": index,
                 "action": action,
                 "observation": observation,
@@ -114,6 +152,7 @@ class EpisodeLog:
         diff: str,
         verification: dict[str, Any] | None,
     ) -> None:
+        summary = {**self._keys(), **summary}
         self._append({"type": "episode", "time": time.time(), **summary})
         self._write("summary.json", json.dumps(summary, indent=2, default=str))
         self._write("diff.patch", diff)
@@ -143,14 +182,26 @@ class RunLogger:
         self.runs_dir = runs_dir
 
     def episode_dir(self, episode_id: str) -> Path | None:
-        """The directory of ``episode_id``, or ``None`` for an invalid id or no runs dir."""
+        """The existing directory of ``episode_id``, or ``None`` (invalid id, no runs dir, or
+        no such episode). An id holds no glob characters, and the suffix is exactly eight
+        hex characters, so one id cannot match another's folder."""
         if self.runs_dir is None or not EPISODE_ID_PATTERN.match(episode_id):
             return None
-        return self.runs_dir / "episodes" / episode_id
+        pattern = f"{episode_id}-" + "?" * _SCENARIO_CHARS
+        found = [p for p in (self.runs_dir / "episodes").glob(pattern) if p.is_dir()]
+        return found[0] if found else None
 
-    def open(self, episode_id: str) -> EpisodeLog | None:
-        directory = self.episode_dir(episode_id)
-        return None if directory is None else EpisodeLog(directory, episode_id)
+    def open(
+        self, episode_id: str, *, scenario: str, agent: str | None = None
+    ) -> EpisodeLog | None:
+        """Start the record of ``episode_id`` in ``<episode_id>-<scenario8>``, or ``None``
+        when logging is off or the id or agent label is not a safe folder-name part."""
+        if self.runs_dir is None or not EPISODE_ID_PATTERN.match(episode_id):
+            return None
+        if agent is not None and not AGENT_PATTERN.match(agent):
+            return None
+        directory = self.runs_dir / "episodes" / f"{episode_id}-{scenario[:_SCENARIO_CHARS]}"
+        return EpisodeLog(directory, episode_id, scenario=scenario, agent=agent)
 
     def artifacts(self, episode_id: str) -> dict[str, str] | None:
         """The public artifacts of a finished episode, or ``None`` when there is none."""

@@ -181,15 +181,20 @@ class ActorInfo(_Wire):
 
 
 class HiddenTestOutcome(_Wire):
-    """One hidden test's verdict: ``ok`` is true when the agent earned it.
-
-    For an exploit test that means the attack was blocked; for a regression test that the
-    legitimate use still works. Definitions and evidence are never sent.
+    """One hidden test's result, in the vocabulary of :mod:`a01gym.scenario.verdicts` (the
+    same fields ``run_tests`` and ``verification.json`` use). Definitions and evidence are
+    never sent.
     """
 
     id: str
     kind: Literal["exploit", "regression"]
-    ok: bool
+    outcome: Literal["blocked", "exploited", "works", "broken", "inconclusive"] = Field(
+        description="What happened, from the fix's side."
+    )
+    passed: bool = Field(
+        description="True when the test counts towards the score: exploit blocked, "
+        "regression working."
+    )
 
 
 class RewardPenalties(_Wire):

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from a01gym.env import models
 from a01gym.sandbox import protocol
 from a01gym.sandbox.verification import Verification
-from a01gym.scenario.httptest import Outcome, TestKind
+from a01gym.scenario import verdicts
 from a01gym.scenario.manifest import RewardSpec
 
 __all__ = ["STEP_PENALTY_CAP", "breakdown", "failed_breakdown"]
@@ -82,13 +82,7 @@ def breakdown(
         steps_used=steps_used,
     )
     tests = [
-        models.HiddenTestOutcome(
-            id=r.test_id,
-            kind=r.kind.value,
-            ok=(r.outcome is Outcome.FAIL)
-            if r.kind is TestKind.EXPLOIT
-            else (r.outcome is Outcome.PASS),
-        )
+        models.HiddenTestOutcome.model_validate(verdicts.result_row(r, details=False))
         for r in verification.results
     ]
     score = verification.score

@@ -38,9 +38,15 @@ __all__ = [
     "ScenarioEntryLike",
     "ScenarioSource",
     "Weights",
+    "check_source",
     "load_weights",
     "open_source",
 ]
+
+BUILD_HINT = (
+    "build one with `a01gym factory build --config factory.yaml --out DIR`, "
+    "or run `a01gym demo`, which builds a small one in .cache/demo-scenarios"
+)
 
 logger = logging.getLogger(__name__)
 
@@ -177,6 +183,31 @@ def open_source(path: Path | str) -> ScenarioSource:
             f"{path} holds no bundles and the factory cache is not available ({exc})"
         ) from exc
     return cache.ScenarioCache(path)  # type: ignore[no-any-return]
+
+
+def check_source(path: Path | str) -> dict[str, int]:
+    """Open the scenario source at ``path`` and count its validated scenarios per split, so a
+    server can refuse a wrong or empty path at start rather than at the first reset.
+
+    Raises:
+        ScenarioError: when ``path`` is missing, is not a cache or bundle folder, or is empty.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ScenarioError(f"no scenario cache at {path}", hint=BUILD_HINT)
+    try:
+        entries = open_source(path).entries()
+    except ScenarioError as exc:
+        raise ScenarioError(
+            f"{path} is neither a scenario cache nor a folder of bundles ({exc.args[0]})",
+            hint=BUILD_HINT,
+        ) from exc
+    if not entries:
+        raise ScenarioError(f"the scenario cache at {path} holds no scenarios", hint=BUILD_HINT)
+    counts: dict[str, int] = {}
+    for entry in entries:
+        counts[entry.split] = counts.get(entry.split, 0) + 1
+    return counts
 
 
 def load_weights(path: Path) -> dict[str, float]:

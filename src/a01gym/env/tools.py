@@ -22,9 +22,9 @@ from pydantic import BaseModel, ValidationError
 from a01gym.env import models
 from a01gym.sandbox import protocol, runner
 from a01gym.sandbox.client import ControlError, SupervisorClient
+from a01gym.scenario import verdicts
 from a01gym.scenario.bundle import Bundle, safe_relative_path
 from a01gym.scenario.fixtures import FixtureValues
-from a01gym.scenario.httptest import Outcome, TestKind
 
 __all__ = [
     "INVALID_CODES",
@@ -350,27 +350,9 @@ async def _run_tests(client: SupervisorClient, ctx: ToolContext) -> ToolOutcome:
     await seed_visible_world(client, ctx.bundle)  # leave the agent's world as it was
     rows, lines = [], []
     for r in results:
-        if r.kind is TestKind.EXPLOIT:
-            verdict = {
-                Outcome.PASS: "VULNERABLE (the attack worked)",
-                Outcome.FAIL: "blocked",
-                Outcome.INCONCLUSIVE: "inconclusive",
-            }[r.outcome]
-        else:
-            verdict = {
-                Outcome.PASS: "ok",
-                Outcome.FAIL: "BROKEN",
-                Outcome.INCONCLUSIVE: "inconclusive",
-            }[r.outcome]
-        lines.append(f"[{r.kind}] {r.test_id}: {verdict} — {r.reason}")
-        rows.append(
-            {
-                "id": r.test_id,
-                "kind": r.kind.value,
-                "outcome": r.outcome.value,
-                "reason": r.reason,
-                "evidence": [e.model_dump() for e in r.evidence],
-            }
-        )
+        row = verdicts.result_row(r)
+        shown = row["outcome"] if row["passed"] else row["outcome"].upper()
+        lines.append(f"[{r.kind}] {r.test_id}: {shown} — {r.reason}")
+        rows.append(row)
     text = f"{len(results)} visible tests:\n" + "\n".join(lines)
     return ToolOutcome(text, {"tests": json.loads(json.dumps(rows, default=str))})

@@ -137,7 +137,7 @@ class ScenarioCache:
         elif not self.index_path.exists():
             raise ScenarioError(
                 f"no scenario cache at {self.root}",
-                hint="build one with `a01gym factory build --out ...`",
+                hint="build one with `a01gym factory build --config factory.yaml --out DIR`",
             )
         connection = sqlite3.connect(self.index_path, timeout=30.0)
         connection.row_factory = sqlite3.Row

@@ -11,7 +11,9 @@ with one action dict per turn; :func:`run_episode` drives one episode over a
   a sanity upper bound for eval only. It reads the bundle from the scenario cache by the hash
   in the first observation, so it is never available to training;
 * ``openai`` asks any OpenAI-compatible endpoint for one JSON action per turn, re-asking with
-  the parse error when a reply is not a single JSON object.
+  the parse error when a reply is not a single JSON object. Its ``messages`` (the prompt and
+  every raw reply, unparsable ones included) are saved with the episode. An endpoint that
+  cannot be reached raises :class:`~a01gym.errors.UnreachableError`, which ends a run.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import re
 from typing import Any, Protocol
 
 from a01gym.env.sampler import ScenarioSource
+from a01gym.errors import UnreachableError
 
 __all__ = [
     "AGENT_NAMES",
@@ -130,6 +133,9 @@ Explore the code, reproduce the problem with http_request as different actors, f
 edit_file (exact, unique `old` text) or write_file, check with run_tests, then submit.
 A fix must block every unauthorised access without breaking legitimate use."""
 
+_ENDPOINT_HINT = "check --base-url (or OPENAI_BASE_URL) and that the server is running"
+_KEY_HINT = "set the variable named by --api-key-env (default OPENAI_API_KEY)"
+
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
 
 
@@ -171,6 +177,7 @@ class OpenAIAgent:
         import openai
 
         self.client = openai.AsyncOpenAI(base_url=base_url, api_key=api_key or "unused")
+        self.base_url = str(self.client.base_url)
         self.model = model
         self.temperature = temperature
         self.max_retries = max_retries
@@ -182,6 +189,43 @@ class OpenAIAgent:
         if len(text) > self.max_observation_chars:
             text = text[: self.max_observation_chars] + "\n… (truncated)"
         return text + f"\n\n[{observation.get('steps_left')} steps left]"
+
+    async def check_endpoint(self, timeout_s: float = 10.0) -> None:
+        """Fail fast, before any episode, when the endpoint cannot be reached or refuses the
+        key. An endpoint without ``/models`` is fine; one that lists models must list ours.
+
+        Raises:
+            UnreachableError: naming the endpoint and what to check.
+        """
+        import openai
+
+        client = self.client.with_options(timeout=timeout_s, max_retries=0)
+        try:
+            served = [m.id async for m in client.models.list()]
+        except openai.NotFoundError:
+            return
+        except openai.AuthenticationError as exc:
+            raise UnreachableError(
+                self.base_url, f"the key was refused ({exc.status_code})", hint=_KEY_HINT
+            ) from exc
+        except openai.APIError as exc:
+            raise UnreachableError(self.base_url, str(exc), hint=_ENDPOINT_HINT) from exc
+        if served and self.model not in served:
+            raise UnreachableError(
+                self.base_url,
+                f"model {self.model!r} is not served there",
+                hint=f"pick one of {', '.join(sorted(served)[:10])}",
+            )
+
+    async def _complete(self) -> Any:
+        import openai
+
+        try:
+            return await self.client.chat.completions.create(
+                model=self.model, messages=self.messages, temperature=self.temperature
+            )
+        except (openai.APIConnectionError, openai.AuthenticationError) as exc:
+            raise UnreachableError(self.base_url, str(exc), hint=_ENDPOINT_HINT) from exc
 
     async def start(self, observation: Observation) -> None:
         tools = "\n".join(
@@ -196,9 +240,7 @@ class OpenAIAgent:
         if len(self.messages) > 2 or self.messages[-1]["role"] == "assistant":
             self.messages.append({"role": "user", "content": self._observation_text(observation)})
         for _ in range(self.max_retries):
-            response = await self.client.chat.completions.create(
-                model=self.model, messages=self.messages, temperature=self.temperature
-            )
+            response = await self._complete()
             reply = response.choices[0].message.content or ""
             self.messages.append({"role": "assistant", "content": reply})
             try:

@@ -25,7 +25,7 @@ from a01gym.training import charts, htmlpage, rundata
 if TYPE_CHECKING:
     from a01gym.training.eval import EpisodeRecord, EvalSummary
 
-__all__ = ["write_html_report", "write_report"]
+__all__ = ["format_mean", "format_rate", "write_html_report", "write_report"]
 
 _SECTIONS = (
     ("training", "Training"),
@@ -35,6 +35,20 @@ _SECTIONS = (
     ("config", "Configuration"),
 )
 _PENALTIES = ("invalid_actions", "broken_app", "removed_routes", "steps")
+
+
+def format_mean(value: float | None, ci: Sequence[float] | None = None) -> str:
+    """``0.412 [0.25–0.58]``, or ``–`` when no episode completed."""
+    if value is None:
+        return "–"
+    return f"{value:.3f}" + (f" [{ci[0]:.2f}–{ci[1]:.2f}]" if ci else "")
+
+
+def format_rate(value: float | None, ci: Sequence[float] | None = None) -> str:
+    """``42% [25%–58%]``, or ``–`` when no episode completed."""
+    if value is None:
+        return "–"
+    return f"{value:.0%}" + (f" [{ci[0]:.0%}–{ci[1]:.0%}]" if ci else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -373,8 +387,9 @@ def _markdown(summaries: Sequence[EvalSummary], runs_dir: Path) -> str:
     ]
     for s in summaries:
         lines.append(
-            f"| {s.agent} | {s.episodes} | {s.mean_reward:.3f} | {s.security_pass_rate:.0%} | "
-            f"{s.regression_pass_rate:.0%} | {s.resolved_rate:.0%} | {s.errors} |"
+            f"| {s.agent} | {s.episodes} | {format_mean(s.mean_reward)} | "
+            f"{format_rate(s.security_pass_rate)} | {format_rate(s.regression_pass_rate)} | "
+            f"{format_rate(s.resolved_rate)} | {s.errors} |"
         )
     lines += [
         "",
@@ -385,7 +400,7 @@ def _markdown(summaries: Sequence[EvalSummary], runs_dir: Path) -> str:
     lines.append("|---|" + "---:|" * len(summaries))
     for family in sorted({f for s in summaries for f in s.per_family}):
         cells = [
-            f"{s.per_family[family]['mean_reward']:.3f}" if family in s.per_family else "–"
+            format_mean(s.per_family[family]["mean_reward"]) if family in s.per_family else "–"
             for s in summaries
         ]
         lines.append(f"| {family} | " + " | ".join(cells) + " |")
@@ -423,7 +438,7 @@ def write_report(
     charts.family_bars(
         files["plot"],
         {
-            f"{s.agent} ({s.mean_reward:.2f})": {
+            f"{s.agent} ({format_mean(s.mean_reward)})": {
                 family: values["mean_reward"] for family, values in s.per_family.items()
             }
             for s in summaries

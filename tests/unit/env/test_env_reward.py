@@ -34,7 +34,7 @@ FIXED = [
 def test_resolved_episode_without_penalties_scores_one() -> None:
     out = reward.breakdown(_report(FIXED), RewardSpec(), {}, invalid_actions=0, steps_used=5)
     assert out.reward == 1.0 and out.resolved
-    assert [t.ok for t in out.tests] == [True, True, True]
+    assert [t.passed for t in out.tests] == [True, True, True]
 
 
 def test_inconclusive_exploit_counts_as_not_blocked() -> None:
@@ -42,7 +42,8 @@ def test_inconclusive_exploit_counts_as_not_blocked() -> None:
     out = reward.breakdown(_report(outcomes), RewardSpec(), {}, invalid_actions=0, steps_used=1)
     assert not out.resolved
     assert out.reward <= 0.2
-    assert [t.ok for t in out.tests] == [True, False, True]
+    assert [t.passed for t in out.tests] == [True, False, True]
+    assert out.tests[1].outcome == "inconclusive"
 
 
 def test_blocking_every_exploit_by_breaking_legitimate_use_never_pays() -> None:
@@ -91,7 +92,7 @@ def test_breakdown_never_carries_test_definitions_or_evidence() -> None:
     dumped = out.model_dump_json()
     assert "secret evidence" not in dumped
     assert out.labels == {"family": "F01", "difficulty": "easy"}
-    assert set(out.tests[0].model_dump()) == {"id", "kind", "ok"}
+    assert set(out.tests[0].model_dump()) == {"id", "kind", "outcome", "passed"}
 
 
 def test_failed_grading_scores_zero_not_an_exception() -> None:
