@@ -360,6 +360,7 @@ _RESOURCES = {
     "Namespace": ("v1", "namespaces", False),
     "ServiceAccount": ("v1", "serviceaccounts", True),
     "Secret": ("v1", "secrets", True),
+    "ConfigMap": ("v1", "configmaps", True),
     "Service": ("v1", "services", True),
     "PersistentVolumeClaim": ("v1", "persistentvolumeclaims", True),
     "Role": ("rbac.authorization.k8s.io/v1", "roles", True),

@@ -1,11 +1,22 @@
-"""A process kubelet: runs sandbox pods as local processes, each on its own 127.x address.
+"""A process kubelet: runs sandbox pods and Job pods as local processes.
 
-It watches sandbox pods in one namespace, binds unscheduled ones to itself, materialises
-their volumes (emptyDirs as directories, Secrets fetched from the API server), rewrites the
-container's paths onto those directories, forks the container's command (a supervisor; the
-module is imported once here, so each pod costs a fork, not an interpreter start), probes
-``/healthz`` like the readiness probe would, and reports Running/Ready with the pod IP.
-Deleting a pod kills its process group; a process that exits turns the pod Failed/Succeeded.
+It watches sandbox pods and Job pods in one namespace, binds unscheduled ones to itself,
+materialises their volumes (emptyDirs as directories, Secrets and ConfigMaps fetched from the
+API server, a PersistentVolumeClaim as ``<claims>/<claimName>``, like a local-path
+provisioner), rewrites the container's paths onto those directories, and starts it:
+
+- a sandbox supervisor is forked (the module is imported once here, so each pod costs a fork,
+  not an interpreter start) on its own 127.x address, probed on ``/healthz`` like the readiness
+  probe would, and reported Running/Ready with the pod IP;
+- a pod of the platform image (no ``command``: the image's entrypoint is ``a01gym``) runs the
+  local venv's ``a01gym`` console script with the container's args and env, in the pod's
+  ``/tmp`` volume. Service URLs (``http://<service>:<port>``) are rewritten through the
+  ``--services`` file, which stands in for cluster DNS and kube-proxy (an EndpointSlice cannot
+  hold a loopback address).
+
+Deleting a pod kills its process group; a process that exits turns the pod Succeeded or Failed
+with its exit code (and, under ``FallbackToLogsOnError``, the log's tail as the message), which
+is what the Job controller reads.
 
 Run: ``python kubelet.py --kubeconfig K --namespace NS --root DIR``. Stop with SIGTERM.
 """
@@ -18,7 +29,9 @@ import base64
 import contextlib
 import datetime
 import itertools
+import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -32,6 +45,8 @@ from a01gym.sandbox import control, isolation
 from a01gym.sandbox.kubernetes import KubeApiError, KubeClient, KubeConnectionError, KubeCredentials
 
 NODE = "process-kubelet"
+SELECTORS = ("a01gym.dev/component=sandbox", "batch.kubernetes.io/job-name")
+_SERVICE_URL = re.compile(r"//([a-z0-9-]+)(?:\.[a-z0-9-]+(?:\.svc(?:\.cluster\.local)?)?)?:(\d+)")
 
 
 def _now() -> str:
@@ -39,10 +54,21 @@ def _now() -> str:
 
 
 class ProcessKubelet:
-    def __init__(self, kube: KubeClient, namespace: str, root: Path, ip_prefix: str) -> None:
+    def __init__(
+        self,
+        kube: KubeClient,
+        namespace: str,
+        root: Path,
+        ip_prefix: str,
+        claims: Path | None = None,
+        services: Path | None = None,
+    ) -> None:
         self.kube, self.ns, self.root = kube, namespace, root
+        self.claims, self.services = claims or root / "claims", services
         self.running: dict[str, tuple[int, Path]] = {}  # pod uid -> (pid, dir)
         self.names: dict[str, str] = {}  # pod uid -> name
+        self.containers: dict[str, dict[str, Any]] = {}  # pod uid -> container status basics
+        self.finished: dict[str, Path] = {}  # pod uid -> dir kept (logs) until the pod goes
         self.starting: set[str] = set()
         a, b = ip_prefix.split(".")
         self.ips = (f"{a}.{b}.{i // 250}.{i % 250 + 2}" for i in itertools.count())
@@ -56,34 +82,35 @@ class ProcessKubelet:
     async def run(self) -> None:
         monitor = asyncio.create_task(self.monitor())
         try:
-            while True:
-                listing = await self.kube.list(
-                    self.path(), labelSelector="a01gym.dev/component=sandbox"
-                )
-                for pod in listing["items"]:
-                    await self.handle("ADDED", pod)
-                rv = listing["metadata"]["resourceVersion"]
-                try:
-                    async for kind, pod in self.kube.watch(
-                        self.path(),
-                        resource_version=rv,
-                        labelSelector="a01gym.dev/component=sandbox",
-                    ):
-                        if kind != "BOOKMARK":
-                            await self.handle(kind, pod)
-                except (KubeApiError, KubeConnectionError):
-                    await asyncio.sleep(0.2)
+            await asyncio.gather(*(self.watch(selector) for selector in SELECTORS))
         finally:
             monitor.cancel()
+
+    async def watch(self, selector: str) -> None:
+        while True:
+            listing = await self.kube.list(self.path(), labelSelector=selector)
+            for pod in listing["items"]:
+                await self.handle("ADDED", pod)
+            rv = listing["metadata"]["resourceVersion"]
+            try:
+                async for kind, pod in self.kube.watch(
+                    self.path(), resource_version=rv, labelSelector=selector
+                ):
+                    if kind != "BOOKMARK":
+                        await self.handle(kind, pod)
+            except (KubeApiError, KubeConnectionError):
+                await asyncio.sleep(0.2)
 
     async def handle(self, kind: str, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
         uid, name = meta["uid"], meta["name"]
         if kind == "DELETED":
             self.kill(uid)
+            self.forget(uid)
             return
         if meta.get("deletionTimestamp"):
             self.kill(uid)
+            self.forget(uid)
             with contextlib.suppress(KubeApiError):
                 await self.kube.delete(self.path(name), uid=uid, gracePeriodSeconds=0)
             return
@@ -106,27 +133,49 @@ class ProcessKubelet:
                     "target": {"apiVersion": "v1", "kind": "Node", "name": NODE},
                 }
                 await self.kube.create(self.path(name, "/binding"), binding)
-            port = spec["containers"][0]["ports"][0]["containerPort"]
-            ip = self.free_ip(port)
             workdir = self.root / f"{name}-{uid[:8]}"
             mounts = await self.volumes(spec, workdir)
             container = spec["containers"][0]
             argv = [*container.get("command", []), *container.get("args", [])]
             argv = [sys.executable if a == "python" else _remap(a, mounts) for a in argv]
-            if argv[1:3] != ["-m", "a01gym.sandbox.control"]:
-                raise RuntimeError(f"unsupported container command {argv}")
-            async with self.slots:
-                pid = _fork([*argv[3:], "--host", ip], workdir / "container.log")
+            self.containers[uid] = {
+                "name": container["name"],
+                "image": container["image"],
+                "log": workdir / "container.log",
+                "fallbackToLogs": container.get("terminationMessagePolicy")
+                == "FallbackToLogsOnError",
+            }
+            if argv[1:3] == ["-m", "a01gym.sandbox.control"]:
+                port = container["ports"][0]["containerPort"]
+                ip = self.free_ip(port)
+                async with self.slots:
+                    pid = _fork([*argv[3:], "--host", ip], workdir / "container.log")
+                    self.running[uid] = (pid, workdir)
+                    self.names[uid] = name
+                    # The readiness probe: GET /healthz until it answers 200 (for up to ~4 s).
+                    delay = 0.005
+                    for _ in range(100):
+                        if await _probe(ip, port, "/healthz"):
+                            break
+                        await asyncio.sleep(delay)
+                        delay = min(delay * 1.5, 0.05)
+            elif (container.get("command") or ["a01gym"])[0] == "a01gym":
+                # The platform image's entrypoint is `a01gym`; its args pick the job.
+                ip = "127.0.0.1"  # like a hostNetwork pod
+                script = str(Path(sys.executable).with_name("a01gym"))
+                skip = 1 if container.get("command") else 0  # argv[0] would be `a01gym`
+                args = [self.resolve(a) for a in argv[skip:]]
+                env = {
+                    item["name"]: self.resolve(_remap(item["value"], mounts))
+                    for item in container.get("env", [])
+                }
+                cwd = mounts.get(container.get("workingDir") or "/tmp", workdir)
+                pid = _spawn([script, *args], env, cwd, workdir / "container.log")
                 self.running[uid] = (pid, workdir)
                 self.names[uid] = name
-                # The readiness probe: GET /healthz until it answers 200 (for up to ~4 s).
-                delay = 0.005
-                for _ in range(100):
-                    if await _probe(ip, port, "/healthz"):
-                        break
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 1.5, 0.05)
-            now = _now()
+            else:
+                raise RuntimeError(f"unsupported container command {argv}")
+            self.containers[uid]["startedAt"] = now = _now()
             ready = [
                 {"type": t, "status": "True", "lastTransitionTime": now}
                 for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
@@ -155,6 +204,13 @@ class ProcessKubelet:
             if exc.status != 404:
                 print(f"kubelet: pod {name}: {exc}", file=sys.stderr, flush=True)
             self.kill(uid)
+        except (KeyError, OSError, RuntimeError) as exc:
+            # A pod this kubelet cannot run fails visibly instead of staying Pending.
+            print(f"kubelet: pod {name}: {exc!r}", file=sys.stderr, flush=True)
+            self.kill(uid)
+            failed = {"phase": "Failed", "reason": "KubeletError", "message": repr(exc)}
+            with contextlib.suppress(KubeApiError):
+                await self.kube.patch(self.path(name, "/status"), {"status": failed})
         finally:
             self.starting.discard(uid)
 
@@ -171,11 +227,30 @@ class ProcessKubelet:
             return ip
         raise RuntimeError("no free pod IP")
 
+    def resolve(self, text: str) -> str:
+        """Service URLs in ``text`` pointed at the loopback address the services file gives."""
+        if self.services is None or "//" not in text or not self.services.exists():
+            return text
+        table = json.loads(self.services.read_text())
+
+        def swap(match: re.Match[str]) -> str:
+            return "//" + table.get(f"{match[1]}:{match[2]}", match[0][2:])
+
+        return _SERVICE_URL.sub(swap, text)
+
     async def volumes(self, spec: dict[str, Any], workdir: Path) -> dict[str, Path]:
         local: dict[str, Path] = {}
         for volume in spec.get("volumes", []):
             target = workdir / "volumes" / volume["name"]
+            if "persistentVolumeClaim" in volume:
+                target = self.claims / volume["persistentVolumeClaim"]["claimName"]
             target.mkdir(parents=True, exist_ok=True)
+            if "configMap" in volume:
+                config_map = await self.kube.get(
+                    f"/api/v1/namespaces/{self.ns}/configmaps/{volume['configMap']['name']}"
+                )
+                for key, value in (config_map.get("data") or {}).items():
+                    (target / key).write_text(value)
             if "secret" in volume:
                 source = volume["secret"]
                 for _ in range(100):  # like the kubelet: wait for the Secret to exist
@@ -229,27 +304,58 @@ class ProcessKubelet:
                     done, status = pid, 1 << 8
                 if not done:
                     continue
-                name = self.names.get(uid)
-                self.kill(uid)
+                name = self.names.pop(uid, None)
+                _, workdir = self.running.pop(uid)
+                with contextlib.suppress(ProcessLookupError):  # what the container left behind
+                    os.killpg(pid, signal.SIGKILL)
+                self.finished[uid] = workdir  # the log stays until the pod is deleted
                 code = os.waitstatus_to_exitcode(status) if status else 0
-                phase = "Succeeded" if code == 0 else "Failed"
+                if code < 0:  # killed by a signal: the container runtime reports 128 + signal
+                    code = 128 - code
                 if name:
                     with contextlib.suppress(KubeApiError):
                         await self.kube.patch(
-                            self.path(name, "/status"),
-                            {
-                                "status": {
-                                    "phase": phase,
-                                    "conditions": [
-                                        {
-                                            "type": "Ready",
-                                            "status": "False",
-                                            "lastTransitionTime": _now(),
-                                        }
-                                    ],
-                                }
-                            },
+                            self.path(name, "/status"), {"status": self.terminated(uid, code)}
                         )
+
+    def terminated(self, uid: str, code: int) -> dict[str, Any]:
+        """The pod status of an exited container: phase, exit code, reason, message."""
+        now = _now()
+        status: dict[str, Any] = {
+            "phase": "Succeeded" if code == 0 else "Failed",
+            "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": now}],
+        }
+        container = self.containers.get(uid)
+        if container is None:
+            return status
+        state: dict[str, Any] = {
+            "exitCode": code,
+            "reason": "Completed" if code == 0 else "Error",
+            "startedAt": container.get("startedAt", now),
+            "finishedAt": now,
+        }
+        if code != 0 and container["fallbackToLogs"]:
+            with contextlib.suppress(OSError):
+                lines = container["log"].read_text(errors="replace").splitlines()[-80:]
+                state["message"] = "\n".join(lines)[-2048:]
+        status["containerStatuses"] = [
+            {
+                "name": container["name"],
+                "image": container["image"],
+                "imageID": "",
+                "ready": False,
+                "started": False,
+                "restartCount": 0,
+                "state": {"terminated": state},
+            }
+        ]
+        return status
+
+    def forget(self, uid: str) -> None:
+        """A deleted pod: drop what was kept for its status and logs."""
+        self.containers.pop(uid, None)
+        if (workdir := self.finished.pop(uid, None)) is not None:
+            shutil.rmtree(workdir, ignore_errors=True)
 
     def shutdown(self) -> None:
         """SIGKILL every pod's process group, then reap (fast even with 500 pods: the pod
@@ -295,6 +401,28 @@ def _remap(arg: str, mounts: dict[str, Path]) -> str:
     return arg
 
 
+def _spawn(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> int:
+    """Fork and exec ``argv`` in its own session, with the container's env over ours."""
+    parent = os.getpid()
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        os.setsid()
+        isolation.die_with_parent()  # kept across exec: the pod dies with its kubelet
+        if os.getppid() != parent:
+            os._exit(1)
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.chdir(cwd)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.execve(argv[0], argv, {**os.environ, **env})
+    finally:
+        os._exit(127)
+
+
 def _fork(args: list[str], log: Path) -> int:
     parent = os.getpid()
     pid = os.fork()
@@ -321,12 +449,16 @@ async def _main() -> None:
     parser.add_argument("--kubeconfig", required=True)
     parser.add_argument("--namespace", required=True)
     parser.add_argument("--root", type=Path, required=True)
+    parser.add_argument("--claims", type=Path, help="PVC directories (default: ROOT/claims)")
+    parser.add_argument("--services", type=Path, help="JSON {'<service>:<port>': 'host:port'}")
     # Distinct per kubelet, so parallel stacks on one machine rarely meet (free_ip copes).
     parser.add_argument("--ip-prefix", default=f"127.{64 + os.getpid() % 160}")
     args = parser.parse_args()
     args.root.mkdir(parents=True, exist_ok=True)
     kube = KubeClient(KubeCredentials.load(args.kubeconfig))
-    kubelet = ProcessKubelet(kube, args.namespace, args.root, args.ip_prefix)
+    kubelet = ProcessKubelet(
+        kube, args.namespace, args.root, args.ip_prefix, args.claims, args.services
+    )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)

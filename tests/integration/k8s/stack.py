@@ -2,12 +2,14 @@
 
 Control plane (``controlplane``) + the chart's CRDs and RBAC (from ``helm template``) + a
 process kubelet + the operator running as the chart's ServiceAccount. Every process is a
-child started here and stopped here by PID.
+child started here and stopped here by PID. The kubelet's PersistentVolumeClaims are
+directories under ``claims``, and ``publish_service`` is its cluster DNS.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -28,12 +30,18 @@ KUBELET = Path(__file__).with_name("kubelet.py")
 
 
 def render_chart(
-    helm: Path, namespace: str, *values: str, include_crds: bool = True
+    helm: Path,
+    namespace: str,
+    *values: str,
+    include_crds: bool = True,
+    values_files: tuple[Path, ...] = (),
 ) -> list[dict[str, Any]]:
     """``helm template`` the chart and parse every document."""
     argv = [str(helm), "template", RELEASE, str(CHART), "--namespace", namespace]
     if include_crds:
         argv.append("--include-crds")
+    for path in values_files:
+        argv += ["-f", str(path)]
     for value in values:
         argv += ["--set", value]
     out = subprocess.run(argv, check=True, capture_output=True, text=True).stdout
@@ -56,6 +64,16 @@ class Stack:
 
     def __post_init__(self) -> None:
         self.plane = ControlPlane(self.workdir / "plane")
+        self.claims = self.workdir / "claims"
+        self.services = self.workdir / "services.json"
+
+    def publish_service(self, name: str, port: int, address: str) -> None:
+        """Route ``<name>:<port>`` in pod args and env to ``address`` (host:port)."""
+        table = json.loads(self.services.read_text()) if self.services.exists() else {}
+        table[f"{name}:{port}"] = address
+        staged = self.services.with_suffix(".tmp")
+        staged.write_text(json.dumps(table))
+        staged.replace(self.services)
 
     def start(self) -> Stack:
         self.plane.start()
@@ -117,6 +135,10 @@ class Stack:
                     self.namespace,
                     "--root",
                     str(self.workdir / "pods"),
+                    "--claims",
+                    str(self.claims),
+                    "--services",
+                    str(self.services),
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
