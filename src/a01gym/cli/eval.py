@@ -181,7 +181,9 @@ def scenarios_of(cache: Path | None, split: str) -> list[tuple[str, str]]:
 
 
 def eval_command(
-    agent: Annotated[str, typer.Option(help="noop, deny-all, reference or openai.")] = "noop",
+    agent: Annotated[
+        str, typer.Option(help="noop, deny-all, reference, solver, openai or local.")
+    ] = "noop",
     split: Annotated[str, typer.Option(help="Scenario split to sample.")] = "eval",
     episodes: Annotated[
         str, typer.Option(help="Episodes to run, or 'all': each scenario of the split once.")
@@ -193,7 +195,14 @@ def eval_command(
     out: Annotated[
         Path, typer.Option(help="Each run writes a new folder <time>-<agent>-<split> here.")
     ] = Path("runs/eval"),
-    model: Annotated[str | None, typer.Option(help="Model name (openai agent).")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(help="Model name (openai agent), or a local directory / hub id (local)."),
+    ] = None,
+    adapter: Annotated[
+        Path | None,
+        typer.Option(help="LoRA adapter (local agent): base and trained side by side."),
+    ] = None,
     base_url: Annotated[
         str | None, typer.Option(help="OpenAI-compatible base URL.", envvar="OPENAI_BASE_URL")
     ] = None,
@@ -218,6 +227,20 @@ def eval_command(
             )
     scenarios = scenarios_of(cache, split) if count is None else None
     jobs = evaluation.jobs_for(count or 0, seed=seed, scenarios=scenarios)
+    if agent == "local" or adapter is not None:
+        from a01gym.cli import evalmodel
+
+        evalmodel.evaluate_local(
+            model=model,
+            adapter=adapter,
+            jobs=jobs,
+            split=split,
+            url=url,
+            cache=cache,
+            out=out,
+            json_output=json_output,
+        )
+        return
     make_agent = make_agent_factory(
         agent, cache=cache, model=model, base_url=base_url, api_key_env=api_key_env
     )

@@ -20,7 +20,14 @@ from typing import Any
 from a01gym.training import rollout as rollouts
 from a01gym.training import stats
 
-__all__ = ["compare", "evaluate_model", "load_policy", "summarise_records", "write_eval"]
+__all__ = [
+    "compare",
+    "evaluate_model",
+    "load_policy",
+    "run_comparison",
+    "summarise_records",
+    "write_eval",
+]
 
 
 def load_policy(model: str, adapter: Path | None = None) -> tuple[Any, Any]:
@@ -125,3 +132,49 @@ def write_eval(run_dir: Path, label: str, records: list[dict[str, Any]]) -> Path
             handle.write(json.dumps({"index": index, **record}) + "\n")
     (out / "summary.json").write_text(json.dumps(summarise_records(records), indent=2))
     return out
+
+
+def run_comparison(
+    url: str,
+    model: str,
+    adapter: Path | None,
+    rows: Sequence[dict[str, Any]],
+    run_dir: Path,
+    *,
+    max_turns: int = 12,
+    max_new_tokens: int = 256,
+    max_completion_tokens: int = 8192,
+    max_output_chars: int = 1200,
+    batch_size: int = 8,
+) -> dict[str, Any]:
+    """Play ``rows`` with the base model (and the adapter, when given) greedily; write
+    ``eval/<label>/`` and ``eval/comparison.json`` under ``run_dir``; returns the comparison
+    (or the base summary alone)."""
+    results: dict[str, list[dict[str, Any]]] = {}
+    for label, weights in (("base", None), ("trained", adapter)):
+        if label == "trained" and adapter is None:
+            break
+        tokenizer, policy = load_policy(model, weights)
+        engine = rollouts.RolloutEngine(
+            tokenizer,
+            url,
+            max_turns=max_turns,
+            max_completion_tokens=max_completion_tokens,
+            max_output_chars=max_output_chars,
+        )
+        greedy = rollouts.ModelPolicy(
+            policy, tokenizer, max_new_tokens=max_new_tokens, temperature=0.0
+        )
+        try:
+            labelled = [{**row, "agent": label} for row in rows]
+            results[label] = evaluate_model(
+                engine, greedy, labelled, batch_size=batch_size, label=label
+            )
+        finally:
+            engine.close()
+        write_eval(run_dir, label, results[label])
+    if adapter is None:
+        return {"labels": ["base"], "base": summarise_records(results["base"])}
+    comparison = compare(results["base"], results["trained"], labels=("base", "trained"))
+    (run_dir / "eval" / "comparison.json").write_text(json.dumps(comparison, indent=2))
+    return comparison

@@ -44,7 +44,11 @@ def build_dataset(cfg: train_config.TrainConfig) -> Any:
     rows = []
     families = cfg.data.families or [None]
     for offset in range(cfg.data.seeds):
-        row: dict[str, Any] = {"seed": cfg.data.seed_start + offset, "split": cfg.data.split}
+        row: dict[str, Any] = {
+            "seed": cfg.data.seed_start + offset,
+            "split": cfg.data.split,
+            "agent": "grpo",
+        }
         family = families[offset % len(families)]
         if family:
             row["family"] = family

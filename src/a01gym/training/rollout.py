@@ -103,6 +103,7 @@ class Rollout:
         breakdown = self.session.breakdown or {}
         labels = breakdown.get("labels") or {}
         return {
+            "episode_id": self.session.episode_id,
             "seed": self.row.get("seed"),
             "family": labels.get("family", self.row.get("family")),
             "difficulty": labels.get("difficulty", self.row.get("difficulty")),

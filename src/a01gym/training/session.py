@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import threading
 import time
 from collections.abc import Coroutine
@@ -40,7 +41,7 @@ logger = logging.getLogger(__name__)
 T = TypeVar("T")
 
 DEFAULT_URL_ENV = "A01GYM_GATEWAY_URL"
-RESET_KEYS = ("seed", "split", "family", "difficulty", "scenario")
+RESET_KEYS = ("seed", "split", "family", "difficulty", "scenario", "agent", "episode_id")
 
 _loop: asyncio.AbstractEventLoop | None = None
 _loop_lock = threading.Lock()
@@ -138,6 +139,7 @@ class EpisodeSession:
         self.invalid_actions = 0
         self.row: dict[str, Any] = {}
         self.scenario: str | None = None
+        self.episode_id: str | None = None
 
     # -- connection ---------------------------------------------------------------------------
     def _url(self) -> str:
@@ -183,6 +185,12 @@ class EpisodeSession:
         self._clear()
         self.row = dict(row)
         kwargs = {key: row[key] for key in RESET_KEYS if row.get(key) is not None}
+        # Named episodes join the gateway's logs to the trainer's records (reports, export).
+        kwargs.setdefault("agent", "model")
+        kwargs.setdefault(
+            "episode_id", f"{kwargs['agent']}-{kwargs.get('seed', 'x')}-{secrets.token_hex(4)}"
+        )
+        self.episode_id = kwargs["episode_id"]
         started = time.perf_counter()
         async for attempt in self._retrying():
             with attempt:
