@@ -29,25 +29,25 @@ from a01gym.training import config as train_config
 from a01gym.training import eval as evaluation
 from a01gym.training import sft, solver, tiny, trajectories
 
-__all__ = ["SMOKE_OVERRIDES", "prepare"]
+__all__ = ["SMOKE_OVERRIDES", "corpus", "prepare"]
 
 logger = logging.getLogger(__name__)
 
 SMOKE_OVERRIDES: dict[str, Any] = {
     "data.seeds": 4,
-    "rollout.max_turns": 6,
-    "rollout.max_new_tokens": 96,
-    "rollout.max_completion_tokens": 1536,
-    "rollout.max_output_chars": 600,
+    "rollout.max_turns": 4,
+    "rollout.max_new_tokens": 64,
+    "rollout.max_completion_tokens": 1024,
+    "rollout.max_output_chars": 400,
     "sft.full": True,
-    "sft.epochs": 12,
-    "sft.learning_rate": 3e-3,
-    "grpo": {"max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 2},
+    "sft.epochs": 16,
+    "sft.learning_rate": 5e-3,
+    "grpo": {"max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 4},
 }
 """Config values ``--smoke`` applies unless the config file sets them."""
 
 
-def _corpus(dataset_dir: Path) -> list[str]:
+def corpus(dataset_dir: Path) -> list[str]:
     texts = []
     for line in (dataset_dir / "data.jsonl").read_text(encoding="utf-8").splitlines():
         for message in json.loads(line)["messages"]:
@@ -135,6 +135,6 @@ def prepare(
     trajectories.export_trajectories(
         episode_logs, dataset, min_reward=1.0, max_output_chars=cfg.rollout.max_output_chars
     )
-    base = tiny.build_tiny(out / "tiny-model", corpus=_corpus(dataset), spec=tiny.TinySpec())
+    base = tiny.build_tiny(out / "tiny-model", corpus=corpus(dataset), spec=tiny.TinySpec())
     tuned = sft.warm_start(str(base), dataset, out / "sft-model", cfg.sft, seed=cfg.seed)
     return str(tuned), dataset
