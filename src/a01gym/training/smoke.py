@@ -18,12 +18,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
-from openenv.core.generic_client import GenericEnvClient
 
 from a01gym.training import config as train_config
 from a01gym.training import eval as evaluation
@@ -57,15 +55,6 @@ def corpus(dataset_dir: Path) -> list[str]:
     return texts
 
 
-class _NamedClient(GenericEnvClient):
-    """A session whose next reset carries ``episode_id``, to fetch that episode's log later."""
-
-    episode_id = ""
-
-    async def reset(self, **kwargs: Any) -> Any:
-        return await super().reset(episode_id=self.episode_id, **kwargs)
-
-
 def solver_episodes(
     url: str,
     cache: Path,
@@ -81,39 +70,33 @@ def solver_episodes(
     from a01gym.env.sampler import open_source
 
     source = open_source(cache)
-    prefix = f"smoke-{uuid.uuid4().hex[:12]}"
-    queue: asyncio.Queue[int] = asyncio.Queue()
-    for index in range(episodes):
-        queue.put_nowait(index)
-    records: list[evaluation.EpisodeRecord] = []
 
-    async def worker(http: httpx.AsyncClient) -> None:
-        async with _NamedClient(base_url=url, message_timeout_s=300) as env:
-            while not queue.empty():
-                index = queue.get_nowait()
-                env.episode_id = f"{prefix}-{index}"
-                agent = solver.SolverAgent(source)
-                record = await evaluation.run_episode(
-                    env, agent, index=index, seed=seed + index, split=split
-                )
-                records.append(record)
-                response = await http.get(f"/episodes/{env.episode_id}/artifacts")
+    async def play() -> list[evaluation.EpisodeRecord]:
+        records = await evaluation.run_eval(
+            url,
+            lambda: solver.SolverAgent(source),
+            evaluation.jobs_for(episodes, seed=seed),
+            agent_name="solver",
+            concurrency=concurrency,
+            split=split,
+        )
+        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
+            for record in records:
+                response = await http.get(f"/episodes/{record.episode_id}/artifacts")
                 if response.status_code != 200:
-                    logger.warning("no log for %s: HTTP %d", env.episode_id, response.status_code)
+                    logger.warning(
+                        "no log for %s: HTTP %d", record.episode_id, response.status_code
+                    )
                     continue
-                # The gateway's own layout: an in-process gateway already wrote it there.
-                target = logs / "episodes" / env.episode_id / "steps.jsonl"
                 steps = response.json()["files"].get("steps.jsonl")
-                if steps is not None and not target.exists():
+                target = logs / "episodes" / record.episode_id / "steps.jsonl"
+                # An in-process gateway has already written its own layout under ``logs``.
+                if steps is not None and not any(logs.rglob(f"{record.episode_id}*/steps.jsonl")):
                     target.parent.mkdir(parents=True, exist_ok=True)
                     target.write_text(steps, encoding="utf-8")
+        return records
 
-    async def play() -> None:
-        async with httpx.AsyncClient(base_url=url, timeout=60) as http:
-            await asyncio.gather(*(worker(http) for _ in range(max(1, min(concurrency, episodes)))))
-
-    asyncio.run(play())
-    return sorted(records, key=lambda r: r.index)
+    return asyncio.run(play())
 
 
 def prepare(
