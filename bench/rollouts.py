@@ -41,6 +41,7 @@ TARGETS = {
     "trainer_overhead_pct": ("<=", 15.0),
 }
 BATCH = 16
+_TEXT = {".py", ".md", ".json"}
 
 
 class ScriptedPolicy:
@@ -115,9 +116,9 @@ def _grpo_shares(url: str, model_dir: Path, out: Path, steps: int) -> dict[str, 
             "output_dir": str(out),
             "gateway.url": url,
             "data.seeds": 8,
-            "rollout.max_turns": 3,
-            "rollout.max_new_tokens": 32,
-            "rollout.max_completion_tokens": 512,
+            "rollout.max_turns": 4,
+            "rollout.max_new_tokens": 64,
+            "rollout.max_completion_tokens": 1024,
             "grpo": {"max_steps": steps, "per_device_train_batch_size": 8, "num_generations": 4},
         },
     )
@@ -142,7 +143,10 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
 
     from a01gym.training import tiny
 
-    model_dir = tiny.build_tiny(work / "tiny")
+    # The tokenizer learns the app's own text, as a real model's vocabulary covers code: a
+    # byte-level tokenizer trained on nothing would triple every prompt.
+    corpus = [p.read_text() for p in sorted(args.cache.rglob("*")) if p.suffix in _TEXT]
+    model_dir = tiny.build_tiny(work / "tiny", corpus=corpus)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     result: dict[str, Any] = {}
     with _server(args.cache, args.pool_size) as url:
