@@ -145,7 +145,9 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
 
     # The tokenizer learns the app's own text, as a real model's vocabulary covers code: a
     # byte-level tokenizer trained on nothing would triple every prompt.
-    corpus = [p.read_text() for p in sorted(args.cache.rglob("*")) if p.suffix in _TEXT]
+    # (workspace files only: nothing hidden feeds even a benchmark's tokenizer).
+    files = sorted(args.cache.rglob("workspace/**/*"))
+    corpus = [p.read_text() for p in files if p.suffix in _TEXT]
     model_dir = tiny.build_tiny(work / "tiny", corpus=corpus)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     result: dict[str, Any] = {}
