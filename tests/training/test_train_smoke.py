@@ -159,3 +159,33 @@ def test_held_out_eval_puts_base_and_trained_side_by_side(smoke_run: Path) -> No
         for label in ("base", "trained")
     }
     assert seeds["base"] == seeds["trained"]
+
+
+def test_the_trl_environment_factory_path_trains_too(smoke_run: Path) -> None:
+    """``A01ToolEnv`` as TRL's ``environment_factory`` (what a TRL user's own script does)."""
+    import yaml
+
+    work = smoke_run.parent
+    config = work / "trl.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "model": str(smoke_run / "sft-model"),
+                "output_dir": str(work / "trl-run"),
+                "gateway": {"cache": str(work / "cache")},
+                "data": {"seeds": 2},
+                "rollout": {"path": "trl", "max_turns": 3, "max_completion_tokens": 1024},
+                "trackio": {"run_name": "trl-path"},
+                "grpo": {"max_steps": 1, "per_device_train_batch_size": 2, "num_generations": 2},
+            }
+        )
+    )
+    completed = _run("train", "--config", str(config), cwd=work)
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    assert (work / "trl-run" / "adapter" / "adapter_model.safetensors").is_file()
+    os.environ["TRACKIO_DIR"] = str(work / "trl-run" / "trackio")
+    from trackio.sqlite_storage import SQLiteStorage
+
+    logs = SQLiteStorage.get_logs("a01gym", "trl-path")
+    keys = set().union(*(row.keys() for row in logs))
+    assert "train/rewards/A01ToolEnv/mean" in keys

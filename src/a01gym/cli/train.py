@@ -57,6 +57,10 @@ def train_command(
     ] = None,
     cache: Annotated[Path | None, typer.Option(help="Scenario cache (overrides config).")] = None,
     max_steps: Annotated[int | None, typer.Option(min=1, help="GRPO steps (overrides).")] = None,
+    sft: Annotated[
+        Path | None,
+        typer.Option(help="Warm-start with SFT on this dataset (from export-trajectories)."),
+    ] = None,
 ) -> None:
     """Train a LoRA adapter with GRPO on the environment's terminal reward."""
     from a01gym.training import config as train_config
@@ -68,6 +72,8 @@ def train_command(
         overrides["gateway.url"] = gateway_url
     if cache is not None:
         overrides["gateway.cache"] = str(cache)
+    if sft is not None:
+        overrides["sft.dataset"] = str(sft)
     cfg = train_config.load_config(config, **overrides)
     if smoke:
         from a01gym.training import smoke as smoke_run

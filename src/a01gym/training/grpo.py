@@ -29,6 +29,7 @@ from typing import Any
 import yaml
 
 from a01gym.training import config as train_config
+from a01gym.training import prompting
 from a01gym.training import rollout as rollouts
 from a01gym.training import toolenv
 
@@ -56,7 +57,14 @@ def build_dataset(cfg: train_config.TrainConfig) -> Any:
             row["difficulty"] = cfg.data.difficulty
         if cfg.data.scenarios:
             row["scenario"] = cfg.data.scenarios[offset % len(cfg.data.scenarios)]
-        rows.append({"prompt": rollouts.row_prompt(row), **row})
+        # Our rollout_func builds the real prompt from the reset observation; TRL's own loop
+        # appends reset()'s task to this prompt's last user message instead.
+        prompt = (
+            rollouts.row_prompt(row)
+            if cfg.rollout.path == train_config.RolloutPath.PARALLEL
+            else prompting.episode_messages("")
+        )
+        rows.append({"prompt": prompt, **row})
     return Dataset.from_list(rows)
 
 
@@ -143,6 +151,10 @@ def _flat_metrics(row: dict[str, Any]) -> dict[str, float]:
         "env_s",
     )
     flat = {f"env/{key}": float(row[key]) for key in keys}
+    rewards = sorted(row["rewards"])
+    flat["env/reward_std"] = float(row["reward_std"])
+    flat["env/reward_min"], flat["env/reward_max"] = rewards[0], rewards[-1]
+    flat["env/reward_median"] = float(statistics.median(rewards))
     for cell, stats in row["per_family"].items():
         for key in ("reward_mean", "security_rate", "regression_rate"):
             flat[f"family/{cell}/{key}"] = float(stats[key])
