@@ -29,9 +29,8 @@ from typing import Any
 import yaml
 
 from a01gym.training import config as train_config
-from a01gym.training import prompting
+from a01gym.training import prompting, toolenv
 from a01gym.training import rollout as rollouts
-from a01gym.training import toolenv
 
 __all__ = ["StepLog", "build_dataset", "environment_reward", "make_rollout_func", "train"]
 
