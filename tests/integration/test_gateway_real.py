@@ -87,7 +87,7 @@ async def test_reset_names_ignored_arguments_and_still_starts_the_episode(
         first = await env.reset(seed=26, famly="F01")
         lines = first.observation["output"].splitlines()
         assert lines[0].startswith("Note: reset ignored unknown arguments famly; it takes seed")
-        assert "# Notes service" in lines  # the briefing follows the note, unchanged
+        assert "# Notes service: security review" in lines  # the briefing, after the note
         result = first.observation["result"]
         assert result["ignored_args"] == ["famly"]
         assert result["scenario"] == idor_bundle.manifest.content_hash

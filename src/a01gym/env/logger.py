@@ -57,6 +57,8 @@ def verification_document(report: Verification) -> dict[str, Any]:
         "app": report.app.model_dump(mode="json"),
         "score": report.score.model_dump(mode="json"),
         "duration_ms": report.duration_ms,
+        "ending": report.ending.value,
+        "tests_run": report.tests_run,
         "tests": [verdicts.result_row(r) for r in report.results],
     }
 

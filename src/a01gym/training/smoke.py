@@ -38,7 +38,7 @@ SMOKE_OVERRIDES: dict[str, Any] = {
     "rollout.max_completion_tokens": 1024,
     "rollout.max_output_chars": 400,
     "sft.full": True,
-    "sft.epochs": 16,
+    "sft.epochs": 40,
     "sft.learning_rate": 5e-3,
     "grpo": {"max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 4},
 }

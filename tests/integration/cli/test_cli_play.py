@@ -39,7 +39,7 @@ def test_a_person_fixes_the_app_and_submits_through_a_terminal(tmp_path: Path) -
     expected = 1.0 - bundle.manifest.reward.invalid_action_penalty
     child = _spawn(tmp_path, "--cache", str(FIXTURE), "--seed", "4", "--runs-dir", "runs")
     try:
-        child.expect("Task")
+        child.expect("Notes service")
         child.expect(PROMPT)
         child.sendline("ls")
         child.expect(path)
