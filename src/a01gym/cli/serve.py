@@ -39,6 +39,21 @@ def serve(
     idle_timeout: Annotated[
         float | None, typer.Option(help="Close sessions idle this many seconds (0: never).")
     ] = None,
+    pool_size: Annotated[
+        int | None,
+        typer.Option(help="Empty sandboxes kept running for resets (A01GYM_SANDBOX__POOL_SIZE)."),
+    ] = None,
+    warm_spares: Annotated[
+        int | None,
+        typer.Option(
+            help="Most sandboxes kept prepared for recent scenarios; each scenario keeps as "
+            "many as its last burst of resets asked for. Size it for a batch."
+        ),
+    ] = None,
+    max_sandboxes: Annotated[
+        int | None,
+        typer.Option(help="Most live sandboxes (default: what fits in 60% of free memory)."),
+    ] = None,
     weights: Annotated[Path | None, typer.Option(help="Curriculum weights file.")] = None,
     runs_dir: Annotated[Path | None, typer.Option(help="Episode logs and artifacts.")] = None,
 ) -> None:
@@ -55,12 +70,19 @@ def serve(
             "idle_timeout_s": idle_timeout,
             "weights": weights,
             "runs_dir": runs_dir,
+            "warm_spares": warm_spares,
         }.items()
+        if value is not None
+    }
+    sandbox_overrides = {
+        key: value
+        for key, value in {"pool_size": pool_size, "max_sandboxes": max_sandboxes}.items()
         if value is not None
     }
     settings = with_overrides(get_settings().gateway, **overrides)
     settings.check_exposure()
-    app = gateway_app.create_app(settings)
+    sandbox = with_overrides(get_settings().sandbox, **sandbox_overrides)
+    app = gateway_app.create_app(settings, sandbox=sandbox)
     config = server.uvicorn_config(
         app,
         host=settings.host,
@@ -70,6 +92,7 @@ def serve(
     )
     _console.print(
         f"a01gym gateway on http://{settings.host}:{settings.port} "
-        f"(max {settings.max_sessions} sessions, backend {settings.backend}); Ctrl-C stops it"
+        f"(max {settings.max_sessions} sessions, {sandbox.max_sandboxes} sandboxes, backend "
+        f"{settings.backend}); Ctrl-C stops it"
     )
     uvicorn.Server(config).run()

@@ -288,6 +288,8 @@ class A01Environment:
         spares = self.runtime.spares
         sandbox = spares.take(digest) if spares is not None else None
         if sandbox is None:
+            if spares is not None:
+                spares.make_room()
             sandbox = await warm.prepare(self.runtime.backend, bundle)
         if digest not in self.runtime.routes:
             routes = await _fetch_routes(sandbox)
