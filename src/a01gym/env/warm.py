@@ -171,7 +171,9 @@ class WarmSpares:
                 await asyncio.sleep(quiet)
                 continue
             stats = self.backend.stats()
-            reserve = (stats.capacity or 0) // 32  # for grading and sessions' own resets
+            # An eighth of the backend stays free for grading (a fresh sandbox per submit)
+            # and for resets of scenarios with no spare.
+            reserve = (stats.capacity or 0) // 8
             if stats.capacity is None or (
                 stats.waiting == 0 and stats.in_use + stats.starting < stats.capacity - reserve
             ):
