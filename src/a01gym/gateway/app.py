@@ -150,6 +150,7 @@ def create_app(
         max_sessions=settings.max_sessions,
         idle_timeout_s=settings.idle_timeout_s,
         metrics=metrics,
+        resume_grace_s=settings.resume_grace_s,
     )
     ctx = GatewayContext(
         settings=settings,

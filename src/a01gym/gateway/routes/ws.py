@@ -6,11 +6,17 @@ error sent right before closing. Client messages: ``reset`` (``data`` = keyword 
 request). A step whose ``data`` is ``{"type":"list_tools"}`` or
 ``{"type":"call_tool","tool_name","arguments"}`` is an MCP action (``MCPToolClient``). Every
 per-message problem gets an error frame with a protocol code and the socket stays usable.
+
+Resume: a reset's observation carries ``result.resume_token``. A client whose socket dropped
+mid-episode connects again and sends ``reset`` with ``{"resume_token": ...}``; instead of a
+new episode it gets the live one back (the reply is the last observation that episode
+produced, which the dropped socket may never have delivered). See ``docs/connecting.md``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 from typing import Any, Literal
@@ -18,6 +24,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, WebSocket
 from pydantic import BaseModel, ConfigDict, Field
 
+from a01gym.errors import EpisodeError
 from a01gym.gateway import faults
 from a01gym.gateway.context import GatewayContext, tool_result
 from a01gym.gateway.routes import frames, mcp
@@ -83,8 +90,31 @@ def _fault(ctx: GatewayContext, fault: faults.Fault) -> dict[str, Any]:
     return fault.ws()
 
 
+@dataclasses.dataclass(frozen=True)
+class _Resumed:
+    """The connection now serves ``session``; ``frame`` is the reply."""
+
+    session: Session
+    frame: dict[str, Any]
+
+
+async def _reset(ctx: GatewayContext, session: Session, data: dict[str, Any]) -> Any:
+    if "resume_token" in data:
+        if set(data) != {"resume_token"} or not isinstance(data["resume_token"], str):
+            raise EpisodeError("resume takes only resume_token (a string from result)")
+        resumed = await ctx.sessions.resume(session, data["resume_token"])
+        assert resumed.last_frame is not None  # resume() refuses sessions without one
+        return _Resumed(resumed, resumed.last_frame)
+    wire = await ctx.reset(session, data)
+    token = ctx.sessions.token(session)
+    result = wire["observation"].get("result")
+    if token is not None and (result is None or isinstance(result, dict)):
+        wire["observation"]["result"] = {**(result or {}), "resume_token": token}
+    return _observation(wire)
+
+
 async def handle_message(ctx: GatewayContext, session: Session, text: str) -> Any:
-    """The reply frame for one client frame, or ``_CLOSE``."""
+    """The reply frame for one client frame, ``_CLOSE``, or ``_Resumed``."""
     try:
         message = json.loads(text)
     except ValueError as exc:
@@ -98,7 +128,7 @@ async def handle_message(ctx: GatewayContext, session: Session, text: str) -> An
         envelope = _ENVELOPES.get(str(kind), _Step).model_validate(message)
         match envelope:
             case _Reset():
-                return _observation(await ctx.reset(session, envelope.data or {}))
+                return await _reset(ctx, session, envelope.data or {})
             case _Step():
                 return _observation(await _step(ctx, session, envelope.data))
             case _Bare(type="state"):
@@ -164,14 +194,22 @@ async def ws_session(websocket: WebSocket) -> None:
         await websocket.send_text(json.dumps(frame.ws()))
         await websocket.close(1000)
         return
-    session.closer = lambda: websocket.close(1000)
+    attachment = session.attach(lambda: websocket.close(1000))
+    clean = False
     try:
         while not session.closed:
             text = await frames.receive(websocket)
             if text is None:
                 break
-            reply = await handle_message(ctx, session, text)
+            async with session.turn:
+                reply = await handle_message(ctx, session, text)
+                if isinstance(reply, _Resumed):
+                    session, reply = reply.session, reply.frame
+                    attachment = session.attach(lambda: websocket.close(1000))
+                elif isinstance(reply, dict) and reply["type"] == "observation":
+                    session.last_frame = reply  # kept before sending: the send may fail
             if reply is _CLOSE:
+                clean = True
                 break
             if session.closed:  # reaped or shut down while the step ran
                 break
@@ -179,6 +217,7 @@ async def ws_session(websocket: WebSocket) -> None:
     except Exception as exc:  # the socket went away mid-send
         logger.debug("session %s transport ended: %s", session.id, exc)
     finally:
-        await ctx.sessions.close(session)
+        # Closed, or kept for a resume when it dropped mid-episode.
+        await ctx.sessions.disconnect(session, attachment, clean=clean)
         with contextlib.suppress(Exception):
             await websocket.close(1000)
