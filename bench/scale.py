@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import random
 import signal
@@ -37,9 +38,9 @@ from typing import Any
 import httpx
 import psutil
 from openenv.core.generic_client import GenericEnvClient
-from runtime import FIXTURE, _metric, _pct
 
 import report
+from runtime import FIXTURE, _metric, _pct
 
 TARGETS = {
     "burst_512_errors": ("<=", 0),
@@ -53,7 +54,7 @@ TARGETS = {
 _READ = {"tool": "read_file", "path": "app/routers/notes.py"}
 _REQUEST = {"tool": "http_request", "method": "GET", "path": "/notes", "actor": "alice"}
 _RUN_TESTS = {"tool": "run_tests"}
-_HANG = '''
+_HANG = """
 
 import asyncio as _asyncio
 
@@ -62,7 +63,7 @@ import asyncio as _asyncio
 async def _audit(request, call_next):
     await _asyncio.sleep(3600)
     return await call_next(request)
-'''
+"""
 
 
 async def _open(url: str, i: int, spread_s: float, n: int) -> tuple[GenericEnvClient, float | str]:
@@ -131,19 +132,15 @@ async def _steady(envs: list[GenericEnvClient], duration_s: float) -> dict[str, 
 def _uss_gb(server: psutil.Process) -> float:
     total = 0
     for proc in [server, *server.children(recursive=True)]:
-        try:
+        with contextlib.suppress(psutil.Error):  # exited meanwhile
             total += proc.memory_full_info().uss
-        except psutil.Error:
-            pass  # exited meanwhile
     return round(total / 2**30, 3)
 
 
 async def _close(envs: list[GenericEnvClient]) -> None:
     async def one(env: GenericEnvClient) -> None:
-        try:
+        with contextlib.suppress(Exception):  # the measurement is over; the server reaps
             await env.close()
-        except Exception:
-            pass  # the measurement is over; the server reaps what is left
 
     await asyncio.gather(*(one(env) for env in envs))
 

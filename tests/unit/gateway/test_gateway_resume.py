@@ -65,7 +65,7 @@ async def test_resume_waits_for_the_step_the_dropped_socket_sent(
 
 async def test_a_wrong_token_is_a_clear_error_and_the_session_goes_on(echo_gateway: Any) -> None:
     async with echo_gateway() as url, GenericEnvClient(base_url=url) as env:
-        with pytest.raises(RuntimeError, match="unknown or expired resume_token.*SESSION_ERROR"):
+        with pytest.raises(RuntimeError, match=r"unknown or expired resume_token.*SESSION_ERROR"):
             await env.reset(resume_token="not-a-token")
         with pytest.raises(RuntimeError, match="resume takes only resume_token"):
             await env.reset(resume_token="x", seed=1)
