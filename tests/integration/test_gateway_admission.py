@@ -191,3 +191,31 @@ async def test_a_dropped_and_resumed_episode_scores_as_an_uninterrupted_one(
     assert _timeless(resumed.observation["reward_breakdown"]) == _timeless(
         straight.observation["reward_breakdown"]
     )
+
+
+async def test_warm_spares_grow_to_the_last_burst_and_serve_the_next(tmp_path: Path) -> None:
+    async with LocalBackend(pool_size=0, max_sandboxes=40) as backend:
+        spares = WarmSpares(backend, per_scenario=1, max_total=12, quiet_s=0.3)
+        runtime = environment.EnvRuntime(
+            backend=backend,
+            sampler=sampler.CurriculumSampler(sampler.DirectorySource(FIXTURE)),
+            logger=RunLogger(tmp_path),
+            spares=spares,
+        )
+        deps = gateway_app.runtime_deps(runtime, own_backend=False)
+        app = gateway_app.create_app(GatewaySettings(runs_dir=tmp_path), deps=deps)
+        async with server.background(app) as url:
+            spawned = 0
+            for burst in range(2):
+                clients = [GenericEnvClient(base_url=url, message_timeout_s=120) for _ in range(6)]
+                await asyncio.gather(*(env.reset(seed=i) for i, env in enumerate(clients)))
+                if burst == 1:
+                    assert backend.stats().spawned_total == spawned  # all six from spares
+                await asyncio.gather(*(env.close() for env in clients))
+                for _ in range(600):  # six episode spares and one grading spare
+                    if spares.count == 7 and backend.stats().starting == 0:
+                        break
+                    await asyncio.sleep(0.05)
+                assert spares.count == 7
+                spawned = backend.stats().spawned_total
+            await runtime.close()

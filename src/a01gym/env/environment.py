@@ -287,17 +287,18 @@ class A01Environment:
         digest = bundle.manifest.content_hash
         spares = self.runtime.spares
         sandbox = spares.take(digest) if spares is not None else None
-        if sandbox is None:
-            if spares is not None:
+        if spares is not None:
+            # Wanted on arrival, so a burst counts as one however long its resets take.
+            spares.want(bundle, warm.Kind.EPISODE)
+            spares.want(bundle, warm.Kind.GRADING)  # ready by the time this episode ends
+            if sandbox is None:
                 spares.make_room()
+        if sandbox is None:
             sandbox = await warm.prepare(self.runtime.backend, bundle)
         if digest not in self.runtime.routes:
             routes = await _fetch_routes(sandbox)
             if routes is not None:
                 self.runtime.routes[digest] = routes
-        if spares is not None:
-            spares.want(bundle, warm.Kind.EPISODE)
-            spares.want(bundle, warm.Kind.GRADING)  # ready by the time this episode ends
         episode_id = params.episode_id or uuid.uuid4().hex
         briefing = self._briefing(bundle)
         episode = _Episode(
