@@ -112,7 +112,7 @@ class LocalBackend:
             self.settings.start_concurrency, self.settings.acquire_timeout_s
         )
         self._vacancy = asyncio.Event()  # set when a sandbox goes idle or a slot frees
-        self._waiting = 0
+        self._waiting = 0  # acquire() calls waiting for a vacancy (the gate counts its own)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> LocalBackend:
@@ -212,21 +212,17 @@ class LocalBackend:
             SandboxStartError: the sandbox spawned for this call did not start.
         """
         deadline = asyncio.get_running_loop().time() + self.settings.acquire_timeout_s
-        self._waiting += 1
-        try:
-            while (sandbox := self._pop_idle()) is None:
-                if self._free_slots:
-                    async with self.gate.turn(deadline):
-                        # The refill may have readied one while this call queued.
-                        sandbox = self._pop_idle()
-                        if sandbox is None and self._free_slots:
-                            sandbox = await self._spawn()
-                    if sandbox is not None:
-                        break
-                else:
-                    await self._await_vacancy(deadline)
-        finally:
-            self._waiting -= 1
+        while (sandbox := self._pop_idle()) is None:
+            if self._free_slots:
+                async with self.gate.turn(deadline):
+                    # The refill may have readied one while this call queued.
+                    sandbox = self._pop_idle()
+                    if sandbox is None and self._free_slots:
+                        sandbox = await self._spawn()
+                if sandbox is not None:
+                    break
+            else:
+                await self._await_vacancy(deadline)
         self._in_use.add(sandbox)
         self._wake.set()
         return sandbox
@@ -240,6 +236,7 @@ class LocalBackend:
 
     async def _await_vacancy(self, deadline: float) -> None:
         self._vacancy.clear()
+        self._waiting += 1
         try:
             async with asyncio.timeout_at(deadline):
                 await self._vacancy.wait()
@@ -249,6 +246,8 @@ class LocalBackend:
                 f"no sandbox came free: all {self.settings.max_sandboxes} are live "
                 f"({len(self._in_use)} in use, {self._waiting - 1} more calls waiting)",
             ) from None
+        finally:
+            self._waiting -= 1
 
     async def release(self, sandbox: LocalSandbox) -> None:  # type: ignore[override]
         """Kill the sandbox's process tree and remove its directory. Idempotent."""
