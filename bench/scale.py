@@ -16,7 +16,10 @@ Measures, on the local backend:
 * ``hang_submit_s`` / ``hang_submit_reward``: one episode whose agent adds a middleware that
   sleeps on every request, then submits: how long ``submit`` takes, and its reward.
 
-Every episode uses the fixture scenario, as a GRPO group samples one prompt many times.
+Every episode uses the fixture scenario, as a GRPO group samples one prompt many times. Each
+burst also reports the CPU it cost per reset (``*_server_cpu_ms_per_reset``: the gateway's
+whole process tree; ``*_client_cpu_ms_per_reset``: this script), which, unlike latency on a
+shared machine, does not depend on what else runs.
 Prints the JSON report and one summary line (``bench/report.py``).
 
     python bench/scale.py --quick --json-out runs/bench/scale.json
@@ -127,6 +130,32 @@ async def _steady(envs: list[GenericEnvClient], duration_s: float) -> dict[str, 
         "steady_ms_p99_by_tool": {t: _pct(v, 0.99) for t, v in steps.items() if v},
         **({"steady_first_errors": sorted(set(errors))[:3]} if errors else {}),
     }
+
+
+def _tree_cpu_s(server: psutil.Process) -> float:
+    """CPU seconds used by the gateway's process tree, reaped children included."""
+    total = 0.0
+    for proc in [server, *server.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):  # exited meanwhile
+            t = proc.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def _own_cpu_s() -> float:
+    t = os.times()
+    return t.user + t.system
+
+
+async def _measured_burst(
+    url: str, server: psutil.Process, n: int, spread_s: float, name: str
+) -> tuple[list[Any], dict[str, Any]]:
+    """A burst plus the CPU it cost per reset: the gateway's tree, and this client."""
+    tree, own = _tree_cpu_s(server), _own_cpu_s()
+    envs, result = await _burst(url, n, spread_s, name)
+    result[f"{name}_server_cpu_ms_per_reset"] = round((_tree_cpu_s(server) - tree) * 1000 / n, 1)
+    result[f"{name}_client_cpu_ms_per_reset"] = round((_own_cpu_s() - own) * 1000 / n, 1)
+    return envs, result
 
 
 def _uss_gb(server: psutil.Process) -> float:
@@ -241,14 +270,14 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 await asyncio.sleep(0.05)
         server = psutil.Process(proc.pid)
         await asyncio.sleep(2.0)  # the pool of --pool-size fills
-        envs, burst = await _burst(url, n, args.spread_s, "burst_512")
+        envs, burst = await _measured_burst(url, server, n, args.spread_s, "burst_512")
         result.update(burst)
         result.update(await _steady(envs, args.steady_s))
         result["uss_gb_512"] = _uss_gb(server)
         result["processes_512"] = len(server.children(recursive=True))
         await _close(envs)
         result["refill"] = await _refilled(url, n, timeout_s=args.refill_timeout_s)
-        envs, burst = await _burst(url, n, args.spread_s, "prewarmed_burst_512")
+        envs, burst = await _measured_burst(url, server, n, args.spread_s, "prewarmed_burst_512")
         result.update(burst)
         await _close(envs)
         result.update(await _hang_submit(url))
