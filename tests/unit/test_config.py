@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from a01gym import config
 from a01gym.config import CONFIG_ENV, GatewaySettings, get_settings, with_overrides
 from a01gym.errors import ConfigError
 
@@ -79,3 +80,12 @@ def test_overrides_are_validated() -> None:
         with_overrides(base, max_sessions=0)
     with pytest.raises(ValueError):
         with_overrides(base, prot=1)
+
+
+def test_capacity_defaults_follow_available_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "available_memory_mb", lambda: 22_500 * 1024 // 1000)
+    assert config.default_max_sandboxes() == int(23_040 * 0.6) // config.SANDBOX_MB == 576
+    assert config.default_max_sessions() == 518  # a 512-rollout batch fits
+    monkeypatch.setattr(config, "available_memory_mb", lambda: 100)
+    assert (config.default_max_sandboxes(), config.default_max_sessions()) == (16, 14)
+    assert config.SandboxSettings().max_sandboxes == 16  # what the settings default to
