@@ -195,7 +195,7 @@ async def test_a_dropped_and_resumed_episode_scores_as_an_uninterrupted_one(
 
 async def test_warm_spares_grow_to_the_last_burst_and_serve_the_next(tmp_path: Path) -> None:
     async with LocalBackend(pool_size=0, max_sandboxes=40) as backend:
-        spares = WarmSpares(backend, per_scenario=1, max_total=12, quiet_s=0.3)
+        spares = WarmSpares(backend, per_scenario=1, max_total=12, quiet_s=2.0)
         runtime = environment.EnvRuntime(
             backend=backend,
             sampler=sampler.CurriculumSampler(sampler.DirectorySource(FIXTURE)),
@@ -208,6 +208,7 @@ async def test_warm_spares_grow_to_the_last_burst_and_serve_the_next(tmp_path: P
             spawned = 0
             for burst in range(2):
                 clients = [GenericEnvClient(base_url=url, message_timeout_s=120) for _ in range(6)]
+                await asyncio.gather(*(env.connect() for env in clients))  # resets come together
                 await asyncio.gather(*(env.reset(seed=i) for i, env in enumerate(clients)))
                 if burst == 1:
                     assert backend.stats().spawned_total == spawned  # all six from spares
@@ -218,4 +219,35 @@ async def test_warm_spares_grow_to_the_last_burst_and_serve_the_next(tmp_path: P
                     await asyncio.sleep(0.05)
                 assert spares.count == 7
                 spawned = backend.stats().spawned_total
+            await runtime.close()
+
+
+async def test_an_edit_whose_restart_gets_no_turn_keeps_the_sandbox_and_the_change(
+    tmp_path: Path,
+) -> None:
+    async with LocalBackend(pool_size=0, acquire_timeout_s=0.3) as backend:
+        runtime = environment.EnvRuntime(
+            backend=backend,
+            sampler=sampler.CurriculumSampler(sampler.DirectorySource(FIXTURE)),
+            logger=RunLogger(tmp_path),
+        )
+        env = environment.A01Environment(runtime)
+        try:
+            await env.reset(seed=1)
+            spawned = backend.stats().spawned_total
+            write = {"tool": "write_file", "path": "app/extra.py", "content": "X = 1\n"}
+            turns = [backend.gate.turn() for _ in range(backend.gate.limit)]
+            async with contextlib.AsyncExitStack() as hold:  # every start turn is taken
+                for turn in turns:
+                    await hold.enter_async_context(turn)
+                outcome = await env.step(write)
+            error = outcome.observation.error
+            assert error is not None and error.code == "app_timeout"
+            assert "A01GYM_SANDBOX__ACQUIRE_TIMEOUT_S" in error.message
+            assert env.state().files_changed == ["app/extra.py"]
+            assert backend.stats().spawned_total == spawned  # not treated as a lost sandbox
+            outcome = await env.step(write)  # a turn is free again: the app restarts
+            assert outcome.observation.error is None
+        finally:
+            await env.close()
             await runtime.close()

@@ -33,7 +33,7 @@ from a01gym.env import models, reward, tools, warm
 from a01gym.env.logger import EPISODE_ID_PATTERN, EpisodeLog, RunLogger
 from a01gym.env.sampler import CurriculumSampler
 from a01gym.env.warm import WarmSpares
-from a01gym.errors import EpisodeError, SandboxError
+from a01gym.errors import EpisodeError, SandboxCapacityError, SandboxError
 from a01gym.sandbox import protocol, verification
 from a01gym.sandbox.backend import BackgroundReleases, Sandbox, SandboxBackend
 from a01gym.scenario.bundle import Bundle
@@ -480,6 +480,13 @@ class A01Environment:
             if outcome.changed_files:
                 await self._remember(episode, action)
             return outcome
+        except SandboxCapacityError as exc:  # no turn to restart the app in time: not lost
+            await self._remember(episode, action)
+            return tools.ToolOutcome.fail(
+                models.ErrorCode.APP_TIMEOUT,
+                f"the file was changed, but the app could not restart: {exc}. It still runs "
+                "the previous code; write the file again to restart it",
+            )
         except SandboxError as exc:
             logger.warning("episode %s: sandbox failed: %s", episode.episode_id, exc)
             return await self._recover(episode, exc)

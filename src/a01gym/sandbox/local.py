@@ -359,7 +359,10 @@ class LocalBackend:
             slot=slot,
             pid=pid,
             client=SupervisorClient(
-                token=token, uds=str(layout.control_sock), sandbox_id=sandbox_id
+                token=token,
+                uds=str(layout.control_sock),
+                sandbox_id=sandbox_id,
+                start_gate=self.gate,
             ),
         )
         self._by_id[sandbox_id] = sandbox
