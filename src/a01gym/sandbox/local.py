@@ -302,6 +302,9 @@ class LocalBackend:
         self._starting += 1
         try:
             return await self._spawn_in(slot)
+        except BaseException:
+            self._vacancy.set()  # the slot is free again for whoever waits
+            raise
         finally:
             self._starting -= 1
 
