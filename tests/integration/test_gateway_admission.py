@@ -195,7 +195,7 @@ async def test_a_dropped_and_resumed_episode_scores_as_an_uninterrupted_one(
 
 async def test_warm_spares_grow_to_the_last_burst_and_serve_the_next(tmp_path: Path) -> None:
     async with LocalBackend(pool_size=0, max_sandboxes=40) as backend:
-        spares = WarmSpares(backend, per_scenario=1, max_total=12, quiet_s=2.0)
+        spares = WarmSpares(backend, per_scenario=1, max_total=12, quiet_s=2.0, burst_window_s=1.0)
         runtime = environment.EnvRuntime(
             backend=backend,
             sampler=sampler.CurriculumSampler(sampler.DirectorySource(FIXTURE)),
