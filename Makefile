@@ -39,6 +39,7 @@ bench: venv
 	$(BIN)/python bench/sandbox.py --quick --json-out bench/results/sandbox.json
 	$(BIN)/python bench/factory.py --quick --json-out bench/results/factory.json
 	$(BIN)/python bench/runtime.py --quick --json-out bench/results/runtime.json
+	$(BIN)/python bench/scale.py --quick --json-out bench/results/scale.json
 	A01GYM_ENVTEST_BIN="$$(tools/envtest.sh)" $(BIN)/python bench/k8s.py --quick --json-out bench/results/k8s.json
 
 clean:

@@ -38,7 +38,8 @@ async def gateway(backend: LocalBackend, tmp_path: Path) -> AsyncIterator[str]:
         logger=RunLogger(tmp_path),
     )
     deps = gateway_app.runtime_deps(runtime, own_backend=False)
-    app = gateway_app.create_app(GatewaySettings(runs_dir=tmp_path), deps=deps)
+    settings = GatewaySettings(runs_dir=tmp_path, resume_grace_s=1.0)
+    app = gateway_app.create_app(settings, deps=deps)
     async with server.background(app) as url:
         yield url
 
@@ -140,7 +141,7 @@ async def test_mcp_http_session_cannot_read_a_score_mid_episode(gateway: str) ->
         await rpc("openenv/session/close", session_id=session)
 
 
-async def test_client_disconnect_mid_episode_releases_the_sandbox(
+async def test_client_disconnect_mid_episode_releases_the_sandbox_after_the_grace(
     gateway: str, backend: LocalBackend
 ) -> None:
     await _settled(backend, 0)
@@ -150,6 +151,8 @@ async def test_client_disconnect_mid_episode_releases_the_sandbox(
     assert backend.stats().in_use == 1
     assert env._ws is not None
     await env._ws.close()  # drop the connection without a close message
+    await asyncio.sleep(0.3)
+    assert backend.stats().in_use == 1  # kept for a resume within the 1 s grace
     await _settled(backend, 0)
 
 

@@ -32,6 +32,9 @@ _OPTION_NAMES = {
     "max_sessions": "--max-sessions",
     "idle_timeout_s": "--idle-timeout",
     "weights": "--weights",
+    "warm_spares": "--warm-spares",
+    "pool_size": "--pool-size",
+    "max_sandboxes": "--max-sandboxes",
     "runs_dir": "--runs-dir",
 }
 
@@ -100,6 +103,21 @@ def serve(
             show_default=_default("idle_timeout_s"),
         ),
     ] = None,
+    pool_size: Annotated[
+        int | None,
+        typer.Option(help="Empty sandboxes kept running for resets (A01GYM_SANDBOX__POOL_SIZE)."),
+    ] = None,
+    warm_spares: Annotated[
+        int | None,
+        typer.Option(
+            help="Most sandboxes kept prepared for recent scenarios; each scenario keeps as "
+            "many as its last burst of resets asked for. Size it for a batch."
+        ),
+    ] = None,
+    max_sandboxes: Annotated[
+        int | None,
+        typer.Option(help="Most live sandboxes (default: what fits in 60% of free memory)."),
+    ] = None,
     weights: Annotated[Path | None, typer.Option(help="Curriculum weights file.")] = None,
     runs_dir: Annotated[
         Path | None,
@@ -125,7 +143,13 @@ def serve(
             "idle_timeout_s": idle_timeout,
             "weights": weights,
             "runs_dir": runs_dir,
+            "warm_spares": warm_spares,
         }.items()
+        if value is not None
+    }
+    sandbox_overrides = {
+        key: value
+        for key, value in {"pool_size": pool_size, "max_sandboxes": max_sandboxes}.items()
         if value is not None
     }
     settings = with_overrides(get_settings().gateway, names=_OPTION_NAMES, **overrides)
@@ -137,7 +161,8 @@ def serve(
             hint=f"pass --cache DIR or set A01GYM_GATEWAY__CACHE; {sampler.BUILD_HINT}",
         )
     counts = sampler.check_source(settings.cache)
-    app = gateway_app.create_app(settings)
+    sandbox = with_overrides(get_settings().sandbox, names=_OPTION_NAMES, **sandbox_overrides)
+    app = gateway_app.create_app(settings, sandbox=sandbox)
     sock = _bind(settings.host, settings.port)
     bound = sock.getsockname()[1]
     config = server.uvicorn_config(
@@ -150,7 +175,8 @@ def serve(
     scenarios = ", ".join(f"{n} {split}" for split, n in sorted(counts.items()))
     _console.print(
         f"a01gym gateway on http://{settings.host}:{bound} ({scenarios} scenarios, "
-        f"max {settings.max_sessions} sessions, backend {settings.backend}); Ctrl-C stops it"
+        f"max {settings.max_sessions} sessions, {sandbox.max_sandboxes} sandboxes, "
+        f"backend {settings.backend}); Ctrl-C stops it"
     )
     try:
         uvicorn.Server(config).run(sockets=[sock])

@@ -41,7 +41,7 @@ from a01gym.env.logger import (
 )
 from a01gym.env.sampler import CurriculumSampler
 from a01gym.env.warm import WarmSpares
-from a01gym.errors import EpisodeError, SandboxError
+from a01gym.errors import EpisodeError, SandboxCapacityError, SandboxError
 from a01gym.sandbox import protocol, verification
 from a01gym.sandbox.backend import BackgroundReleases, Sandbox, SandboxBackend
 from a01gym.scenario.bundle import Bundle
@@ -333,15 +333,18 @@ class A01Environment:
         digest = bundle.manifest.content_hash
         spares = self.runtime.spares
         sandbox = spares.take(digest) if spares is not None else None
+        if spares is not None:
+            # Wanted on arrival, so a burst counts as one however long its resets take.
+            spares.want(bundle, warm.Kind.EPISODE)
+            spares.want(bundle, warm.Kind.GRADING)  # ready by the time this episode ends
+            if sandbox is None:
+                spares.make_room()
         if sandbox is None:
             sandbox = await warm.prepare(self.runtime.backend, bundle)
         if digest not in self.runtime.routes:
             routes = await _fetch_routes(sandbox)
             if routes is not None:
                 self.runtime.routes[digest] = routes
-        if spares is not None:
-            spares.want(bundle, warm.Kind.EPISODE)
-            spares.want(bundle, warm.Kind.GRADING)  # ready by the time this episode ends
         episode_id = params.episode_id or uuid.uuid4().hex
         text, result = briefing.render(bundle)
         episode = _Episode(
@@ -472,6 +475,13 @@ class A01Environment:
             if outcome.changed_files:
                 await self._remember(episode, action)
             return outcome
+        except SandboxCapacityError as exc:  # no turn to restart the app in time: not lost
+            await self._remember(episode, action)
+            return tools.ToolOutcome.fail(
+                models.ErrorCode.APP_TIMEOUT,
+                f"the file was changed, but the app could not restart: {exc}. It still runs "
+                "the previous code; write the file again to restart it",
+            )
         except SandboxError as exc:
             logger.warning("episode %s: sandbox failed: %s", episode.episode_id, exc)
             return await self._recover(episode, exc)

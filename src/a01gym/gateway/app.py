@@ -23,7 +23,7 @@ from fastapi import FastAPI
 from pydantic import ConfigDict, Field
 
 from a01gym import __version__
-from a01gym.config import GatewaySettings, get_settings
+from a01gym.config import GatewaySettings, SandboxSettings, get_settings
 from a01gym.env import models, tools
 from a01gym.env.environment import A01Environment, EnvRuntime
 from a01gym.env.logger import RunLogger
@@ -88,11 +88,11 @@ def runtime_deps(runtime: EnvRuntime, *, own_backend: bool = True) -> GatewayDep
     )
 
 
-def _backend(settings: GatewaySettings) -> SandboxBackend:
+def _backend(settings: GatewaySettings, sandbox: SandboxSettings | None) -> SandboxBackend:
     if settings.backend == "local":
         from a01gym.sandbox.local import LocalBackend
 
-        return LocalBackend()
+        return LocalBackend(sandbox)
     if settings.backend == "kubernetes":
         from a01gym.sandbox.kubernetes import KubernetesBackend
 
@@ -100,14 +100,14 @@ def _backend(settings: GatewaySettings) -> SandboxBackend:
     raise ConfigError("gateway.backend", f"unknown backend {settings.backend!r}")
 
 
-def _settings_deps(settings: GatewaySettings) -> GatewayDeps:
+def _settings_deps(settings: GatewaySettings, sandbox: SandboxSettings | None) -> GatewayDeps:
     if settings.cache is None:
         raise ConfigError(
             "gateway.cache",
             "no scenario source configured",
             hint="pass --cache DIR (a factory cache or a folder of bundles)",
         )
-    backend = _backend(settings)
+    backend = _backend(settings, sandbox)
     runtime = EnvRuntime(
         backend=backend,
         sampler=CurriculumSampler(open_source(settings.cache), weights_path=settings.weights),
@@ -137,7 +137,10 @@ def _readme() -> str | None:
 
 
 def create_app(
-    settings: GatewaySettings | None = None, *, deps: GatewayDeps | None = None
+    settings: GatewaySettings | None = None,
+    *,
+    deps: GatewayDeps | None = None,
+    sandbox: SandboxSettings | None = None,
 ) -> FastAPI:
     """Build the gateway app.
 
@@ -145,18 +148,21 @@ def create_app(
         settings: process settings; read from ``A01GYM_GATEWAY__*`` when omitted.
         deps: what to serve; built from ``settings`` (local backend, ``settings.cache``) when
             omitted. Tests pass their own.
+        sandbox: the local backend's settings when ``deps`` is omitted; default
+            ``A01GYM_SANDBOX__*``.
 
     Raises:
         ConfigError: when the settings cannot produce a working gateway.
     """
     settings = settings or get_settings().gateway
-    deps = deps or _settings_deps(settings)
+    deps = deps or _settings_deps(settings, sandbox)
     metrics = GatewayMetrics(deps.pool_stats, deps.spares)
     sessions = SessionManager(
         deps.env_factory,
         max_sessions=settings.max_sessions,
         idle_timeout_s=settings.idle_timeout_s,
         metrics=metrics,
+        resume_grace_s=settings.resume_grace_s,
     )
     ctx = GatewayContext(
         settings=settings,

@@ -54,6 +54,11 @@ class _PoolCollector(Collector):
         gauge.add_metric(["in_use"], stats.in_use)
         gauge.add_metric(["starting"], stats.starting)
         yield gauge
+        yield GaugeMetricFamily(
+            "a01gym_sandbox_waiting",
+            "acquire() calls and app starts queued for a free sandbox or a start turn.",
+            value=stats.waiting,
+        )
         yield CounterMetricFamily(
             "a01gym_sandbox_crashed", "Sandboxes that died on their own.", value=stats.crashed_total
         )

@@ -6,6 +6,12 @@ one sandbox). Closing a session — client ``close``, disconnect, idle reaping, 
 closes its environment, which releases the sandbox; a transport ``closer`` lets the reaper and
 shutdown hang up the socket too. As in OpenEnv, one ``/ws`` socket may attach to an HTTP
 session (``/ws?session_id=…``, what ``MCPToolClient`` does): the socket ending only detaches it.
+
+A ``/ws`` session whose socket drops mid-episode (no ``close`` message) is *detached* instead:
+it keeps its environment and sandbox for ``resume_grace_s``, and a new connection holding its
+resume token takes it over (:meth:`SessionManager.resume`); after the grace period the reaper
+closes it. Detached sessions do not count against ``max_sessions``, so the client coming back
+is admitted even when the gateway is full.
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import secrets
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol
 
+from a01gym.errors import EpisodeError
 from a01gym.gateway.metrics import GatewayMetrics
 from a01gym.tasks import cancel_and_wait
 
@@ -70,9 +78,27 @@ class Session:
     attached: bool = False
     """An HTTP session with a ``/ws`` socket attached: closing it waits for the socket."""
     close_pending: bool = False
+    resume_token: str | None = None
+    detached_at: float | None = None
+    attachment: int = 0  # bumped by every (re)attach; a stale transport's exit is a no-op
+    turn: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)  # one message at a time
+    last_frame: dict[str, Any] | None = None  # the last observation frame, replayed on resume
 
     def touch(self) -> None:
         self.last_active = time.monotonic()
+
+    def attach(self, closer: Callable[[], Awaitable[None]] | None) -> int:
+        """Bind a transport; returns the attachment number its exit must present."""
+        self.attachment += 1
+        self.closer, self.detached_at = closer, None
+        self.touch()
+        return self.attachment
+
+    @property
+    def resumable(self) -> bool:
+        """Whether an episode is running (worth keeping for a client that comes back)."""
+        state = self.env.state()
+        return bool(getattr(state, "episode_id", None)) and not getattr(state, "done", True)
 
 
 class SessionManager:
@@ -85,18 +111,22 @@ class SessionManager:
         max_sessions: int,
         idle_timeout_s: float,
         metrics: GatewayMetrics,
+        resume_grace_s: float = 0.0,
     ) -> None:
         self.factory = factory
         self.max_sessions = max_sessions
         self.idle_timeout_s = idle_timeout_s
+        self.resume_grace_s = resume_grace_s
         self.metrics = metrics
         self._sessions: dict[str, Session] = {}
+        self._by_token: dict[str, Session] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._accepting = True
 
     @property
     def active(self) -> int:
-        return len(self._sessions)
+        """Sessions counted against ``max_sessions``: all but the detached ones."""
+        return sum(1 for s in self._sessions.values() if s.detached_at is None)
 
     def get(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)
@@ -107,7 +137,7 @@ class SessionManager:
         Raises:
             Exception: whatever the environment factory raises.
         """
-        if not self._accepting or len(self._sessions) >= self.max_sessions:
+        if not self._accepting or self.active >= self.max_sessions:
             self.metrics.sessions_rejected.labels("capacity").inc()
             return None
         session = Session(id=uuid.uuid4().hex, transport=transport, env=self.factory())
@@ -122,6 +152,8 @@ class SessionManager:
             return
         session.closed = True
         self._sessions.pop(session.id, None)
+        if session.resume_token is not None:
+            self._by_token.pop(session.resume_token, None)
         self.metrics.sessions_active.labels(session.transport).dec()
         try:
             await session.env.close()
@@ -131,18 +163,79 @@ class SessionManager:
             with contextlib.suppress(Exception):
                 await session.closer()
 
+    # -- resume -------------------------------------------------------------------------------
+    def token(self, session: Session) -> str | None:
+        """The session's resume token (minted on first use); None when resume is off."""
+        if self.resume_grace_s <= 0 or session.transport != "ws":
+            return None
+        if session.resume_token is None:
+            session.resume_token = secrets.token_urlsafe(24)
+            self._by_token[session.resume_token] = session
+        return session.resume_token
+
+    async def disconnect(self, session: Session, attachment: int, *, clean: bool) -> None:
+        """A transport ended: close its session, or detach it if a client may come back.
+
+        Args:
+            attachment: what :meth:`Session.attach` returned; a transport whose session was
+                since taken over by a resume leaves it alone.
+            clean: the client said ``close``; nothing is kept.
+        """
+        if session.closed or session.attachment != attachment:
+            return
+        if clean or session.resume_token is None or not session.resumable:
+            await self.close(session)
+            return
+        session.closer, session.detached_at = None, time.monotonic()
+        logger.info("session %s detached; resumable for %gs", session.id, self.resume_grace_s)
+
+    async def resume(self, current: Session, token: str) -> Session:
+        """Move ``current``'s transport onto the session holding ``token`` (closing
+        ``current``), once any message that session was running has finished.
+
+        Raises:
+            EpisodeError: the token is unknown, or its grace period is over.
+        """
+        session = self._by_token.get(token)
+        if session is None or session.closed or session.last_frame is None:
+            raise EpisodeError(
+                "unknown or expired resume_token",
+                hint=f"a dropped episode can be resumed for {self.resume_grace_s:g}s "
+                "(A01GYM_GATEWAY__RESUME_GRACE_S); reset without resume_token to start anew",
+            )
+        if session is current:
+            return session
+        previous, session.closer = session.closer, None
+        session.attachment += 1  # its old transport's exit must not close it now
+        session.detached_at = None
+        if previous is not None:  # still attached (a half-open socket): take it over
+            with contextlib.suppress(Exception):
+                await previous()
+        async with session.turn:  # a step the dropped connection sent finishes first
+            pass
+        await self.close(current)
+        logger.info("session %s resumed", session.id)
+        return session
+
     # -- reaping and shutdown ----------------------------------------------------------------
     def start(self) -> None:
-        if self.idle_timeout_s > 0 and self._reaper is None:
+        if (self.idle_timeout_s > 0 or self.resume_grace_s > 0) and self._reaper is None:
             self._reaper = asyncio.create_task(self._reap_forever(), name="a01gym-session-reaper")
 
     async def reap_idle(self) -> int:
-        """Close every session idle for longer than the timeout; returns how many."""
-        if self.idle_timeout_s <= 0:
-            return 0
-        cutoff = time.monotonic() - self.idle_timeout_s
+        """Close every session idle for longer than the timeout, and every detached session
+        past its grace period; returns how many."""
+        now = time.monotonic()
+        idle_cutoff = now - self.idle_timeout_s if self.idle_timeout_s > 0 else float("-inf")
+        detach_cutoff = now - self.resume_grace_s
         stale = [
-            s for s in list(self._sessions.values()) if s.last_active < cutoff and not s.env.busy
+            s
+            for s in list(self._sessions.values())
+            if not s.env.busy
+            and (
+                s.last_active < idle_cutoff
+                or (s.detached_at is not None and s.detached_at < detach_cutoff)
+            )
         ]
         for session in stale:
             logger.info("closing idle session %s (%s)", session.id, session.transport)
@@ -151,7 +244,8 @@ class SessionManager:
         return len(stale)
 
     async def _reap_forever(self) -> None:
-        interval = min(max(self.idle_timeout_s / 4, 0.5), 30.0)
+        periods = [t for t in (self.idle_timeout_s, self.resume_grace_s) if t > 0]
+        interval = min(max(min(periods) / 4, 0.5), 30.0)
         while True:
             await asyncio.sleep(interval)
             try:

@@ -40,6 +40,8 @@ class PoolStats(BaseModel):
     starting: int
     crashed_total: int
     spawned_total: int
+    capacity: int | None = None  # most sandboxes live at once, when the backend caps them
+    waiting: int = 0  # acquire() calls and starts queued for a sandbox or a start turn
 
 
 class SandboxBackend(Protocol):

@@ -8,13 +8,14 @@ turn them into observations. Transport failures (the sandbox died) raise
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
 from a01gym.errors import SandboxError, SandboxLostError, SandboxTimeoutError
-from a01gym.sandbox import protocol
+from a01gym.sandbox import admission, protocol
 from a01gym.sandbox.http11 import BadResponseError, Http11Client
 
 __all__ = ["ControlError", "SupervisorClient"]
@@ -43,6 +44,7 @@ class SupervisorClient:
         base_url: str = "http://sandbox",
         sandbox_id: str | None = None,
         timeout_s: float = 30.0,
+        start_gate: admission.StartGate | None = None,
     ) -> None:
         headers = {"Authorization": f"Bearer {token}"}
         if uds is not None:
@@ -59,6 +61,8 @@ class SupervisorClient:
             )
         self.sandbox_id = sandbox_id
         self._timeout_s = timeout_s
+        # App starts queue here, so the supervisor's start timeout counts only once admitted.
+        self._start_gate = start_gate
 
     async def aclose(self) -> None:
         self._http.close()
@@ -129,18 +133,26 @@ class SupervisorClient:
             The app's status: ``stopped``, or with ``start`` what :meth:`restart_app` returns.
         """
         params = {"entrypoint": entrypoint, "start": "true" if start else "false"}
-        status = await self._call(
-            "PUT",
-            "/workspace",
-            params=params,
-            content=protocol.WorkspaceUpload.of(files).model_dump_json().encode(),
-            content_type="application/json",
-        )
+        upload = protocol.WorkspaceUpload.of(files).model_dump_json().encode()
+        async with self._starting(start):
+            status = await self._call(
+                "PUT", "/workspace", params=params, content=upload, content_type="application/json"
+            )
         return protocol.AppStatus.model_validate(status)
 
     async def restart_app(self) -> protocol.AppStatus:
-        """Restart the app; a failed start is returned (state ``crashed``), not raised."""
-        return protocol.AppStatus.model_validate(await self._call("POST", "/app/restart"))
+        """Restart the app; a failed start is returned (state ``crashed``), not raised.
+
+        Raises:
+            SandboxCapacityError: no turn at the start gate within its deadline.
+        """
+        async with self._starting(True):
+            return protocol.AppStatus.model_validate(await self._call("POST", "/app/restart"))
+
+    def _starting(self, start: bool) -> contextlib.AbstractAsyncContextManager[None]:
+        if start and self._start_gate is not None:
+            return self._start_gate.turn()
+        return contextlib.nullcontext()
 
     async def stop_app(self) -> protocol.AppStatus:
         return protocol.AppStatus.model_validate(await self._call("POST", "/app/stop"))

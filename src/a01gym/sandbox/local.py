@@ -1,7 +1,11 @@
 """The local sandbox backend: a zygote subprocess plus a warm pool, all on this machine.
 
 ``acquire()`` pops a sandbox that is already running (its supervisor is up and answering), so
-it never waits for a fork; a background task refills the pool. ``release()`` kills the
+it never waits for a fork; a background task refills the pool. When the pool is empty, acquire
+spawns one itself, through the backend's :class:`~a01gym.sandbox.admission.StartGate` (shared
+with app starts), and when ``max_sandboxes`` are live it waits for a release; both waits are
+bounded by ``acquire_timeout_s``. A burst larger than the pool therefore queues, and no start's
+timeout runs while it waits its turn. ``release()`` kills the
 sandbox's whole process tree (its PID namespace) and removes its directory. A sandbox that
 dies on its own is noticed through the zygote's exit events, logged, counted and, if it was
 idle, replaced.
@@ -31,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from a01gym.config import SandboxSettings, get_settings
-from a01gym.errors import SandboxCapacityError, SandboxError, SandboxStartError
-from a01gym.sandbox import isolation
+from a01gym.errors import SandboxError, SandboxStartError
+from a01gym.sandbox import admission, isolation
 from a01gym.sandbox.backend import PoolStats
 from a01gym.sandbox.client import SupervisorClient
 from a01gym.sandbox.layout import Layout
@@ -104,6 +108,11 @@ class LocalBackend:
         self._crashed_total = 0
         self._spawned_total = 0
         self._write_lock = asyncio.Lock()
+        self.gate = admission.StartGate(
+            self.settings.start_concurrency, self.settings.acquire_timeout_s
+        )
+        self._vacancy = asyncio.Event()  # set when a sandbox goes idle or a slot frees
+        self._waiting = 0  # acquire() calls waiting for a vacancy (the gate counts its own)
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> LocalBackend:
@@ -195,16 +204,50 @@ class LocalBackend:
 
     # -- acquire / release -------------------------------------------------------------------
     async def acquire(self) -> LocalSandbox:
-        """A running sandbox with an empty workspace; from the warm pool when possible."""
-        while self._idle:
-            sandbox = self._idle.popleft()
-            if sandbox.alive:
-                break
-        else:
-            sandbox = await self._spawn()
+        """A running sandbox with an empty workspace; from the warm pool when possible.
+
+        Raises:
+            SandboxCapacityError: none could be had within ``acquire_timeout_s`` (all
+                ``max_sandboxes`` live, or the start gate's queue too long); names the setting.
+            SandboxStartError: the sandbox spawned for this call did not start.
+        """
+        deadline = asyncio.get_running_loop().time() + self.settings.acquire_timeout_s
+        while (sandbox := self._pop_idle()) is None:
+            if self._free_slots:
+                async with self.gate.turn(deadline):
+                    # The refill may have readied one while this call queued.
+                    sandbox = self._pop_idle()
+                    if sandbox is None and self._free_slots:
+                        sandbox = await self._spawn()
+                if sandbox is not None:
+                    break
+            else:
+                await self._await_vacancy(deadline)
         self._in_use.add(sandbox)
         self._wake.set()
         return sandbox
+
+    def _pop_idle(self) -> LocalSandbox | None:
+        while self._idle:
+            sandbox = self._idle.popleft()
+            if sandbox.alive:
+                return sandbox
+        return None
+
+    async def _await_vacancy(self, deadline: float) -> None:
+        self._vacancy.clear()
+        self._waiting += 1
+        try:
+            async with asyncio.timeout_at(deadline):
+                await self._vacancy.wait()
+        except TimeoutError:
+            raise admission.deadline_error(
+                self.settings.acquire_timeout_s,
+                f"no sandbox came free: all {self.settings.max_sandboxes} are live "
+                f"({len(self._in_use)} in use, {self._waiting - 1} more calls waiting)",
+            ) from None
+        finally:
+            self._waiting -= 1
 
     async def release(self, sandbox: LocalSandbox) -> None:  # type: ignore[override]
         """Kill the sandbox's process tree and remove its directory. Idempotent."""
@@ -226,6 +269,7 @@ class LocalBackend:
             self._by_id.pop(sandbox.id, None)
             self._free_slots.append(sandbox.slot)
             self._releasing.discard(sandbox.id)
+        self._vacancy.set()
         self._wake.set()
 
     def uid_of(self, sandbox: LocalSandbox) -> int:
@@ -239,6 +283,8 @@ class LocalBackend:
             starting=self._starting,
             crashed_total=self._crashed_total,
             spawned_total=self._spawned_total,
+            capacity=self.settings.max_sandboxes,
+            waiting=self._waiting + self.gate.waiting,
         )
 
     # -- internals ---------------------------------------------------------------------------
@@ -250,12 +296,19 @@ class LocalBackend:
             await self._zygote.stdin.drain()
 
     async def _spawn(self) -> LocalSandbox:
-        if not self._free_slots:
-            raise SandboxCapacityError(
-                f"all {self.settings.max_sandboxes} sandboxes are in use",
-                hint="release sandboxes or raise A01GYM_SANDBOX__MAX_SANDBOXES",
-            )
+        """Fork one sandbox and wait until it serves; the caller holds a gate turn and has
+        checked that a slot is free."""
         slot = self._free_slots.popleft()
+        self._starting += 1
+        try:
+            return await self._spawn_in(slot)
+        except BaseException:
+            self._vacancy.set()  # the slot is free again for whoever waits
+            raise
+        finally:
+            self._starting -= 1
+
+    async def _spawn_in(self, slot: int) -> LocalSandbox:
         sandbox_id = f"sbx-{slot}-{secrets.token_hex(3)}"
         layout = Layout(self.root / sandbox_id)
         uid = self._uid_offset + slot
@@ -309,7 +362,10 @@ class LocalBackend:
             slot=slot,
             pid=pid,
             client=SupervisorClient(
-                token=token, uds=str(layout.control_sock), sandbox_id=sandbox_id
+                token=token,
+                uds=str(layout.control_sock),
+                sandbox_id=sandbox_id,
+                start_gate=self.gate,
             ),
         )
         self._by_id[sandbox_id] = sandbox
@@ -381,18 +437,18 @@ class LocalBackend:
             while (
                 not self._closing
                 and len(self._idle) + self._starting < self.settings.pool_size
-                and len(self._by_id) + self._starting < self.settings.max_sandboxes
+                and self._free_slots
             ):
-                self._starting += 1
                 try:
-                    self._idle.append(await self._spawn())
+                    async with self.gate.turn():
+                        if self._free_slots:
+                            self._idle.append(await self._spawn())
+                            self._vacancy.set()
                     backoff = 0.1
                 except SandboxError as exc:
                     logger.warning("could not refill the sandbox pool: %s", exc)
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, 5.0)
-                finally:
-                    self._starting -= 1
 
 
 def _accepts(path: str) -> bool:

@@ -218,10 +218,10 @@ async def test_capacity_reached_is_sent_then_the_socket_closes(echo_gateway: Any
             await env.reset()
 
 
-async def test_disconnect_mid_step_closes_the_environment(
+async def test_disconnect_mid_step_closes_the_environment_when_resume_is_off(
     echo_gateway: Any, echo_envs: list[Any]
 ) -> None:
-    async with echo_gateway() as url:
+    async with echo_gateway(resume_grace_s=0) as url:
         ws = await connect(_ws(url))
         await ws.send(json.dumps({"type": "reset"}))
         await ws.recv()

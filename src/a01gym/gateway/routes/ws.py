@@ -11,11 +11,17 @@ frame without a known ``type`` is ``UNKNOWN_TYPE``, as on OpenEnv's server.
 ``/ws?session_id=ID`` attaches the socket to a session made by ``openenv/session/create`` over
 HTTP instead of opening one (``MCPToolClient`` resets over the socket and calls tools over HTTP on
 the same session). The socket ending then only detaches it; ``openenv/session/close`` ends it.
+
+Resume: a reset's observation carries ``result.resume_token``. A client whose socket dropped
+mid-episode connects again and sends ``reset`` with ``{"resume_token": ...}``; instead of a
+new episode it gets the live one back (the reply is the last observation that episode
+produced, which the dropped socket may never have delivered). See ``docs/connecting.md``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 from typing import Any, Literal
@@ -23,6 +29,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, WebSocket
 from pydantic import BaseModel, ConfigDict, Field
 
+from a01gym.errors import EpisodeError
 from a01gym.gateway import faults
 from a01gym.gateway.context import GatewayContext, tool_result
 from a01gym.gateway.routes import frames, mcp
@@ -88,8 +95,31 @@ def _fault(ctx: GatewayContext, fault: faults.Fault) -> dict[str, Any]:
     return fault.ws()
 
 
+@dataclasses.dataclass(frozen=True)
+class _Resumed:
+    """The connection now serves ``session``; ``frame`` is the reply."""
+
+    session: Session
+    frame: dict[str, Any]
+
+
+async def _reset(ctx: GatewayContext, session: Session, data: dict[str, Any]) -> Any:
+    if "resume_token" in data:
+        if set(data) != {"resume_token"} or not isinstance(data["resume_token"], str):
+            raise EpisodeError("resume takes only resume_token (a string from result)")
+        resumed = await ctx.sessions.resume(session, data["resume_token"])
+        assert resumed.last_frame is not None  # resume() refuses sessions without one
+        return _Resumed(resumed, resumed.last_frame)
+    wire = await ctx.reset(session, data)
+    token = ctx.sessions.token(session)
+    result = wire["observation"].get("result")
+    if token is not None and (result is None or isinstance(result, dict)):
+        wire["observation"]["result"] = {**(result or {}), "resume_token": token}
+    return _observation(wire)
+
+
 async def handle_message(ctx: GatewayContext, session: Session, text: str) -> Any:
-    """The reply frame for one client frame, or ``_CLOSE``."""
+    """The reply frame for one client frame, ``_CLOSE``, or ``_Resumed``."""
     try:
         message = json.loads(text)
     except ValueError as exc:
@@ -116,7 +146,7 @@ async def handle_message(ctx: GatewayContext, session: Session, text: str) -> An
         envelope = _ENVELOPES[kind].model_validate(message)
         match envelope:
             case _Reset():
-                return _observation(await ctx.reset(session, envelope.data or {}))
+                return await _reset(ctx, session, envelope.data or {})
             case _Step():
                 return _observation(await _step(ctx, session, envelope.data))
             case _Bare(type="state"):
@@ -169,14 +199,22 @@ async def ws_session(websocket: WebSocket) -> None:
         session = await _attach(ctx, websocket, requested)
     if session is None:
         return
-    session.closer = lambda: websocket.close(1000)
+    attachment = session.attach(lambda: websocket.close(1000))
+    clean = False
     try:
         while not session.closed:
             text = await frames.receive(websocket)
             if text is None:
                 break
-            reply = await handle_message(ctx, session, text)
+            async with session.turn:
+                reply = await handle_message(ctx, session, text)
+                if isinstance(reply, _Resumed):
+                    session, reply = reply.session, reply.frame
+                    attachment = session.attach(lambda: websocket.close(1000))
+                elif isinstance(reply, dict) and reply["type"] == "observation":
+                    session.last_frame = reply  # kept before sending: the send may fail
             if reply is _CLOSE:
+                clean = True
                 break
             if session.closed:  # reaped or shut down while the step ran
                 break
@@ -185,9 +223,13 @@ async def ws_session(websocket: WebSocket) -> None:
         logger.debug("session %s transport ended: %s", session.id, exc)
     finally:
         if session.attached and not session.close_pending:
+            # An HTTP session's socket only detaches; openenv/session/close ends the session.
             session.attached, session.closer = False, None
-        else:
+        elif session.close_pending:
             await ctx.sessions.close(session)
+        else:
+            # Closed, or kept for a resume when it dropped mid-episode.
+            await ctx.sessions.disconnect(session, attachment, clean=clean)
         with contextlib.suppress(Exception):
             await websocket.close(1000)
 
