@@ -81,7 +81,7 @@ def render_observation(observation: dict[str, Any], *, max_chars: int) -> str:
     """
     text = _cut(str(observation.get("output") or ""), max_chars)
     error = observation.get("error")
-    if isinstance(error, dict) and error.get("code"):
+    if isinstance(error, dict) and error.get("code") and not text.startswith("error"):
         text = f"error ({error['code']}): {text}"
     steps_left = observation.get("steps_left")
     if steps_left is not None and observation.get("phase") != "done":
