@@ -2,10 +2,12 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+CKSUM := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+STAMP := $(VENV)/.installed-$(CKSUM)
+TRAIN_STAMP := $(VENV)/.installed-train-$(CKSUM)
 PYTEST_ARGS ?=
 
-.PHONY: test demo lint format bench venv clean
+.PHONY: test demo lint format bench venv train-venv clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +18,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev,k8s]'
 	rm -f $(VENV)/.installed-* && touch $@
 
+# The training stack (torch, transformers, trl, peft, trackio: ~6 GB, ~4.5 min) only for
+# `make test` and `make train-venv`; `make demo` stays light.
+$(TRAIN_STAMP): $(STAMP)
+	$(BIN)/python -m pip install -q -e '.[dev,k8s,train]'
+	touch $@
+
 venv: $(STAMP)
+
+train-venv: $(TRAIN_STAMP)
 
 lint: venv
 	$(BIN)/ruff check src tests bench
@@ -28,18 +38,20 @@ format: venv
 
 # The Kubernetes tests need a real kube-apiserver; tools/envtest.sh builds and caches it (Go).
 # Without Go they skip here, and fail in CI (A01GYM_REQUIRE_K8S=1).
-test: lint
+test: lint $(TRAIN_STAMP)
 	@bin="$$(tools/envtest.sh)" || { echo "envtest unavailable: Kubernetes tests will skip"; bin=""; }; \
 	A01GYM_ENVTEST_BIN="$$bin" $(BIN)/pytest $(PYTEST_ARGS)
 
 demo: venv
 	$(BIN)/a01gym demo
 
-bench: venv
+bench: train-venv
 	$(BIN)/python bench/sandbox.py --quick --json-out bench/results/sandbox.json
 	$(BIN)/python bench/factory.py --quick --json-out bench/results/factory.json
 	$(BIN)/python bench/runtime.py --quick --json-out bench/results/runtime.json
 	$(BIN)/python bench/scale.py --quick --json-out bench/results/scale.json
+	$(BIN)/python bench/rollouts.py --quick --json-out bench/results/rollouts.json
+	$(BIN)/python bench/learning.py --quick --json-out bench/results/learning.json
 	A01GYM_ENVTEST_BIN="$$(tools/envtest.sh)" $(BIN)/python bench/k8s.py --quick --json-out bench/results/k8s.json
 
 clean:
