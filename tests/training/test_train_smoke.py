@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]  # a CPU training run
 
 
 def _run(*args: str, cwd: Path, timeout: int = 1800) -> subprocess.CompletedProcess[str]:
