@@ -97,11 +97,13 @@ def test_readme_client_snippet_runs_as_written(served: str) -> None:
 
 
 def test_connecting_snippets_run_as_written(served: str) -> None:
-    ws_snippet, mcp_snippet = _snippets(ROOT / "docs" / "connecting.md")
+    ws_snippet, resume_snippet, mcp_snippet = _snippets(ROOT / "docs" / "connecting.md")
     out = _run(ws_snippet, served)
     assert "## Budget and grading" in out
     assert "app/routers/records.py (lines 1-" in out
     assert re.search(r"^0\.0 \{", out, re.MULTILINE), out
+    out = _run(resume_snippet, served)
+    assert out.splitlines()[:2] == ["list_files", "0.0"], out  # the same episode, then graded
     out = _run(mcp_snippet, served)
     assert "## Budget and grading" in out  # the task reached the MCP client
     assert "'read_file'" in out and "TASK.md (lines 1-" in out

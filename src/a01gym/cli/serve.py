@@ -40,7 +40,10 @@ _OPTION_NAMES = {
 
 
 def _default(field: str) -> str:
-    return f"{_DEFAULTS[field].default}, or A01GYM_GATEWAY__{field.upper()}"
+    info = _DEFAULTS[field]
+    value = info.get_default(call_default_factory=True)
+    derived = " (from free memory)" if info.default_factory is not None else ""
+    return f"{value}{derived}, or A01GYM_GATEWAY__{field.upper()}"
 
 
 def _bind(host: str, port: int) -> socket.socket:
