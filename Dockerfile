@@ -5,16 +5,21 @@
 # Sandbox pods use the slimmer sandbox-image/Dockerfile instead.
 #
 #   docker build -t ghcr.io/a01gym/a01gym:0.1.0 .
+#   docker build --build-arg EXTRAS=k8s,eval,train -t ghcr.io/a01gym/a01gym-train:0.1.0 .
+#     (the image the chart's GRPO Job needs: torch, transformers, trl, peft, trackio;
+#      EXTRAS=k8s,eval,gpu for vLLM on GPU nodes)
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+ARG EXTRAS=k8s,eval
 
 FROM ${PYTHON_IMAGE} AS build
+ARG EXTRAS
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY src ./src
 RUN python -m venv /opt/a01gym \
- && /opt/a01gym/bin/pip install ".[k8s,eval]" \
+ && /opt/a01gym/bin/pip install ".[${EXTRAS}]" \
  && /opt/a01gym/bin/python -m compileall -q /opt/a01gym/lib \
  && /opt/a01gym/bin/a01gym version
 

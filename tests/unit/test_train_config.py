@@ -36,3 +36,10 @@ def test_overrides_apply_dotted_keys() -> None:
     cfg = config.load_config(EXAMPLE, **{"data.seeds": 8, "gateway.url": "http://x:1"})
     assert cfg.data.seeds == 8
     assert cfg.gateway.url == "http://x:1"
+
+
+def test_exponent_floats_are_numbers_not_strings(tmp_path: Path) -> None:
+    path = tmp_path / "train.yaml"
+    path.write_text("grpo:\n  learning_rate: 1e-5\n  beta: .04\n  max_steps: 10\n")
+    cfg = config.load_config(path)
+    assert cfg.grpo == {"learning_rate": 1e-5, "beta": 0.04, "max_steps": 10}

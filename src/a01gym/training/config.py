@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import re
 from pathlib import Path
 from typing import Any
 
@@ -155,6 +156,17 @@ def _nearest(error: dict[str, Any], model: type[BaseModel]) -> str:
     return f" (did you mean {'.'.join([*parents, match[0]])!r}?)" if match else ""
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML 1.2 floats: PyYAML (YAML 1.1) reads ``1e-5`` as a string, a classic config trap."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?(?:[eE][-+]?[0-9]+)$|^[-+]?[0-9]*\.[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
 def load_config(path: Path | None, **overrides: Any) -> TrainConfig:
     """Read a YAML or JSON config and apply dotted overrides (``{"data.seeds": 8}``).
 
@@ -164,7 +176,7 @@ def load_config(path: Path | None, **overrides: Any) -> TrainConfig:
     data: dict[str, Any] = {}
     if path is not None:
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+            data = yaml.load(path.read_text(encoding="utf-8"), Loader=_Loader) or {}
         except (OSError, yaml.YAMLError) as exc:
             raise ConfigError(str(path), f"cannot read the training config: {exc}") from exc
         if not isinstance(data, dict):
