@@ -2,7 +2,7 @@
 
 :class:`EpisodeSession` wraps the OpenEnv client (``GenericEnvClient`` over ``/ws``) with what a
 trainer needs and the stock client does not give: tool output rendered and cut for the token
-budget (head and tail kept, since ``max_completion_length`` counts tool tokens), per-call timings,
+budget (head and tail kept, since ``max_completion_length`` counts tool tokens),
 reconnection with backoff after a dropped WebSocket (re-attaching the episode with the resume
 token from its first observation), and an episode that cannot finish scored as failed (reward 0)
 with its reason in :attr:`EpisodeSession.failure`, never an exception in the trainer.
@@ -20,14 +20,12 @@ import logging
 import os
 import secrets
 import threading
-import time
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 import tenacity
 
 __all__ = [
-    "EnvTimings",
     "EpisodeSession",
     "action_tool_call",
     "env_loop",
@@ -89,22 +87,6 @@ def render_observation(observation: dict[str, Any], *, max_chars: int) -> str:
     return text
 
 
-class EnvTimings:
-    """Wall time spent waiting on the gateway, by kind of call (read by the trainer's metrics)."""
-
-    def __init__(self) -> None:
-        self.seconds: dict[str, float] = {}
-        self.calls: dict[str, int] = {}
-
-    def add(self, kind: str, seconds: float) -> None:
-        self.seconds[kind] = self.seconds.get(kind, 0.0) + seconds
-        self.calls[kind] = self.calls.get(kind, 0) + 1
-
-    @property
-    def total(self) -> float:
-        return sum(self.seconds.values())
-
-
 class EpisodeSession:
     """One OpenEnv session on a gateway, played one episode at a time (async API).
 
@@ -124,7 +106,6 @@ class EpisodeSession:
         self.max_output_chars = max_output_chars
         self.message_timeout_s = message_timeout_s
         self.reconnect_attempts = reconnect_attempts
-        self.timings = EnvTimings()
         self._client: Any = None
         self._resume_token: str | None = None
         self._clear()
@@ -191,7 +172,6 @@ class EpisodeSession:
             "episode_id", f"{kwargs['agent']}-{kwargs.get('seed', 'x')}-{secrets.token_hex(4)}"
         )
         self.episode_id = kwargs["episode_id"]
-        started = time.perf_counter()
         async for attempt in self._retrying():
             with attempt:
                 client = self._client or await self._connect()
@@ -200,7 +180,6 @@ class EpisodeSession:
                 except Exception:
                     await self._disconnect()
                     raise
-        self.timings.add("reset", time.perf_counter() - started)
         self.observation = dict(result.observation)
         result_info = self.observation.get("result") or {}
         self._resume_token = result_info.get("resume_token")
@@ -212,15 +191,11 @@ class EpisodeSession:
         if self.done:
             return "error (episode_done): the episode is over; no more tools can be called."
         self.actions += 1
-        started = time.perf_counter()
-        kind = "submit" if action.get("tool") == "submit" else "step"
         try:
             result = await self._send(action)
         except Exception as exc:
             self.fail(f"{type(exc).__name__}: {exc}")
             return f"error (environment_unavailable): {exc}. The episode ends."
-        finally:
-            self.timings.add(kind, time.perf_counter() - started)
         self.observation = dict(result.observation)
         if self.observation.get("error"):
             code = self.observation["error"].get("code")
@@ -234,20 +209,40 @@ class EpisodeSession:
         return render_observation(self.observation, max_chars=self.max_output_chars)
 
     async def _send(self, action: dict[str, Any]) -> Any:
-        """One step, re-attaching the episode after a dropped connection."""
+        """One step, re-attaching the episode after a dropped connection.
+
+        A drop shows up two ways: the client raises a connection error, or (openenv 0.10) it
+        quietly opens a fresh socket, whose new session answers ``no_episode``. Either way the
+        resume token takes the episode back and the action is sent again.
+        """
         try:
-            return await self._client.step(action)
+            result = await self._client.step(action)
         except Exception as exc:
             if not _is_connection_error(exc):
                 raise
             logger.warning("connection lost mid-episode (%s); reattaching", exc)
+            await self._reattach(reconnect=True)
+            return await self._client.step(action)
+        error = result.observation.get("error") or {}
+        if error.get("code") != "no_episode":
+            return result
+        logger.warning("the connection was replaced mid-episode; reattaching")
+        await self._reattach(reconnect=False)
+        return await self._client.step(action)
+
+    async def _reattach(self, *, reconnect: bool) -> None:
         if not self._resume_token:
             raise ConnectionError("the connection dropped and the gateway gave no resume token")
         async for attempt in self._retrying():
             with attempt:
-                client = await self._connect()
-                await client.reset(resume_token=self._resume_token)
-        return await self._client.step(action)
+                client = (
+                    await self._connect() if reconnect or self._client is None else self._client
+                )
+                try:
+                    await client.reset(resume_token=self._resume_token)
+                except Exception:
+                    reconnect = True
+                    raise
 
     def fail(self, reason: str) -> None:
         """End the episode as failed (reward 0), e.g. when it could not even start."""
