@@ -131,7 +131,12 @@ async def evaluate(run_dir: Path, episodes: int) -> None:
         async with server.background(app) as url:
             for label, make in makers.items():
                 records = await evaluation.run_eval(
-                    url, make, episodes=episodes, concurrency=2, split="train"
+                    url,
+                    make,
+                    evaluation.jobs_for(episodes, seed=0),
+                    agent_name=label,
+                    concurrency=2,
+                    split="train",
                 )
                 _jsonl(
                     run_dir / "eval" / label / "episodes.jsonl",

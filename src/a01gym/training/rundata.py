@@ -191,13 +191,13 @@ def find_episode_dir(root: Path, record: Mapping[str, Any], *, taken: set[Path])
     for directory in _episode_dirs(root):
         if directory in taken:
             continue
-        if episode_id:
-            matched = directory.name == episode_id
+        try:
+            summary = json.loads((directory / "summary.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if episode_id:  # folders are <episode_id>-<scenario8>; the summary names the episode
+            matched = summary.get("episode_id", directory.name) == episode_id
         else:
-            try:
-                summary = json.loads((directory / "summary.json").read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                continue
             matched = (
                 summary.get("seed") == record.get("seed")
                 and summary.get("reward_breakdown") == breakdown
