@@ -97,6 +97,11 @@ def train_command(
             hint="pip install 'a01gym[train]'",
         ) from exc
 
+    if smoke and cfg.gateway.url is None and cfg.gateway.cache and not cfg.gateway.cache.exists():
+        from a01gym.factory import pipeline
+
+        _console.print(f"smoke: building a 12-scenario cache at {cfg.gateway.cache}")
+        pipeline.build_demo(cfg.gateway.cache, count=12, seed=cfg.seed)
     episode_logs = out / "episodes"
     with _gateway(cfg.gateway.url, cfg.gateway.cache, episode_logs) as url:
         _console.print(f"training against the gateway at {url}")
