@@ -185,9 +185,21 @@ def test_the_trl_environment_factory_path_trains_too(smoke_run: Path) -> None:
     completed = _run("train", "--config", str(config), cwd=work)
     assert completed.returncode == 0, completed.stderr[-4000:]
     assert (work / "trl-run" / "adapter" / "adapter_model.safetensors").is_file()
-    os.environ["TRACKIO_DIR"] = str(work / "trl-run" / "trackio")
-    from trackio.sqlite_storage import SQLiteStorage
-
-    logs = SQLiteStorage.get_logs("a01gym", "trl-path")
-    keys = set().union(*(row.keys() for row in logs))
-    assert "train/rewards/A01ToolEnv/mean" in keys
+    # Trackio reads TRACKIO_DIR when it is imported, and this process imported it for the
+    # smoke run's store already: read this run's store in a fresh interpreter.
+    reader = (
+        "import json, sys; from trackio.sqlite_storage import SQLiteStorage; "
+        "logs = SQLiteStorage.get_logs('a01gym', 'trl-path'); "
+        "print(json.dumps(sorted(set().union(*(row.keys() for row in logs)))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", reader],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+        env={**os.environ, "TRACKIO_DIR": str(work / "trl-run" / "trackio")},
+    )
+    keys = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "train/rewards/A01ToolEnv/mean" in keys, keys
+    assert "train/tools/call_frequency" in keys, keys  # TRL's own tool loop ran

@@ -151,7 +151,8 @@ def test_platform_image_matches_the_chart() -> None:
     uid = values["podSecurityContext"]["runAsUser"]
     assert _one(stage, "USER") == f"{uid}:{values['podSecurityContext']['runAsGroup']}"
     build = " ".join(rest for word, rest in _instructions(PLATFORM_DOCKERFILE, 1) if word == "RUN")
-    assert '".[k8s,eval]"' in build
+    assert '".[${EXTRAS}]"' in build
+    assert "ARG EXTRAS=k8s,eval" in PLATFORM_DOCKERFILE.read_text()  # the default image
     assert _env(stage)["HOME"].startswith("/tmp")
     # The chart's default images are the ones the Dockerfiles' headers say to build.
     assert f"-t {values['image']['repository']}:" in PLATFORM_DOCKERFILE.read_text()
