@@ -22,19 +22,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import signal
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 from openenv.core.generic_client import GenericEnvClient
 
 import report
+import serving
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "idor_notes"
@@ -70,35 +67,11 @@ def _reference_fix() -> dict[str, str]:
     return {path: content for path, content in files.items() if content is not None}
 
 
-async def _serve(port: int, runs_dir: Path) -> asyncio.subprocess.Process:
-    env = {**os.environ, "A01GYM_SANDBOX__POOL_SIZE": "4"}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *("-m", "a01gym.cli", "serve", "--port", str(port)),
-        *("--cache", str(FIXTURE), "--runs-dir", str(runs_dir)),
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    async with httpx.AsyncClient() as http:
-        for _ in range(600):
-            try:
-                if (await http.get(f"http://127.0.0.1:{port}/health")).status_code == 200:
-                    return proc
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.05)
-    raise RuntimeError("the gateway did not come up within 30 s")
-
-
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    from a01gym.gateway.server import free_port
-
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="a01gym-bench-grading-") as runs:
-        proc = await _serve(port, Path(runs))
-        try:
+        env = {"A01GYM_SANDBOX__POOL_SIZE": "4"}
+        async with serving.gateway(FIXTURE, Path(runs), env=env) as served:
+            url = served.url
             await asyncio.sleep(1.0)  # let the warm pool fill
             fix = _reference_fix()
             fix_ms, fix_rewards = [], []
@@ -123,10 +96,6 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
                 metrics[f"{name}_submit_s_max"] = round(max(times), 2)
             if bad_rewards:
                 metrics["bad_max_reward"] = max(bad_rewards)
-        finally:
-            proc.send_signal(signal.SIGTERM)  # the server this script started, by PID
-            async with asyncio.timeout(60):
-                await proc.wait()
     return metrics
 
 

@@ -22,19 +22,17 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import report
 import runtime
+import serving
 
 TARGETS = {
     "rollout_to_runtime_ratio": (">=", 0.8),
@@ -58,33 +56,6 @@ class ScriptedPolicy:
 
     def reply(self, active: list[Any], rooms: list[int]) -> list[list[int]]:
         return [self.replies[min(r.turns, len(self.replies) - 1)] for r in active]
-
-
-@contextlib.contextmanager
-def _server(cache: Path, pool_size: int) -> Iterator[str]:
-    import subprocess
-
-    from a01gym.gateway.server import free_port
-
-    port = free_port()
-    env = {**os.environ, "A01GYM_SANDBOX__POOL_SIZE": str(pool_size)}
-    command = [sys.executable, "-m", "a01gym.cli", "serve", "--port", str(port)]
-    command += ["--cache", str(cache), "--runs-dir", tempfile.mkdtemp(prefix="a01gym-bench-")]
-    proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        import httpx
-
-        for _ in range(1200):
-            with contextlib.suppress(httpx.TransportError):
-                if httpx.get(url + "/health").status_code == 200:
-                    break
-            time.sleep(0.05)
-        time.sleep(1.0)
-        yield url
-    finally:
-        proc.terminate()  # the server this script started, by PID
-        proc.wait(timeout=60)
 
 
 def _rollout_throughput(url: str, tokenizer: Any, episodes: int, *, parallel: bool) -> float:
@@ -136,7 +107,7 @@ def _grpo_shares(url: str, model_dir: Path, out: Path, steps: int) -> dict[str, 
     }
 
 
-def main(args: argparse.Namespace) -> dict[str, Any]:
+async def main(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="a01gym-bench-rollouts-"))
     os.environ["TRACKIO_DIR"] = str(work / "trackio")  # before trl/trackio are imported
     from transformers import AutoTokenizer
@@ -151,14 +122,18 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     model_dir = tiny.build_tiny(work / "tiny", corpus=corpus)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     result: dict[str, Any] = {}
-    with _server(args.cache, args.pool_size) as url:
-        raw = asyncio.run(runtime._throughput(url, args.episodes, BATCH))
+    env = {"A01GYM_SANDBOX__POOL_SIZE": str(args.pool_size)}
+    async with serving.gateway(args.cache, work / "runs", env=env) as served:
+        url = served.url
+        await asyncio.sleep(1.0)
+        raw = await runtime._throughput(url, args.episodes, BATCH)
         result["episodes_per_s"] = raw["episodes_per_s"]
-        result["rollout_episodes_per_s"] = _rollout_throughput(
-            url, tokenizer, args.episodes, parallel=True
+        # The rollout engine runs its clients on its own loop: off this one, in a thread.
+        result["rollout_episodes_per_s"] = await asyncio.to_thread(
+            _rollout_throughput, url, tokenizer, args.episodes, parallel=True
         )
-        result["serial_rollout_episodes_per_s"] = _rollout_throughput(
-            url, tokenizer, BATCH, parallel=False
+        result["serial_rollout_episodes_per_s"] = await asyncio.to_thread(
+            _rollout_throughput, url, tokenizer, BATCH, parallel=False
         )
         result["rollout_to_runtime_ratio"] = round(
             result["rollout_episodes_per_s"] / result["episodes_per_s"], 3
@@ -166,7 +141,9 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         result["parallel_to_serial_ratio"] = round(
             result["rollout_episodes_per_s"] / result["serial_rollout_episodes_per_s"], 3
         )
-        result.update(_grpo_shares(url, model_dir, work / "grpo", args.grpo_steps))
+        result.update(
+            await asyncio.to_thread(_grpo_shares, url, model_dir, work / "grpo", args.grpo_steps)
+        )
     return result
 
 
@@ -182,7 +159,7 @@ def cli() -> None:
     args.episodes = 64 if args.quick else 256
     args.grpo_steps = 3 if args.quick else 6
     began = time.perf_counter()
-    metrics = main(args)
+    metrics = asyncio.run(main(args))
     report.emit("rollouts", metrics, TARGETS, quick=args.quick, began=began, json_out=args.json_out)
 
 

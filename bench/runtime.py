@@ -29,11 +29,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
-import signal
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -43,6 +40,7 @@ import psutil
 from openenv.core.generic_client import GenericEnvClient
 
 import report
+import serving
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "idor_notes"
@@ -220,49 +218,14 @@ async def _churn(url: str, server: psutil.Process, sessions: int, pool_size: int
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    from a01gym.gateway.server import free_port
-
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    env = {
-        **os.environ,
-        "A01GYM_SANDBOX__POOL_SIZE": str(args.pool_size),
-        "A01GYM_GATEWAY__MAX_SESSIONS": "256",
-    }
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "a01gym.cli",
-        "serve",
-        "--port",
-        str(port),
-        "--cache",
-        str(args.cache),
-        "--runs-dir",
-        str(args.runs_dir),
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
-    try:
-        async with httpx.AsyncClient() as http:
-            for _ in range(600):
-                try:
-                    if (await http.get(url + "/health")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                await asyncio.sleep(0.05)
-        server = psutil.Process(proc.pid)
+    env = {"A01GYM_SANDBOX__POOL_SIZE": str(args.pool_size), "A01GYM_GATEWAY__MAX_SESSIONS": "256"}
+    async with serving.gateway(args.cache, args.runs_dir, env=env) as served:
+        url, server = served.url, psutil.Process(served.pid)
         await asyncio.sleep(1.0)
         result: dict[str, Any] = {}
         result.update(await _latencies(url, args.latency_rounds, args.think_s))
         result.update(await _throughput(url, args.episodes, args.sessions))
         result.update(await _churn(url, server, args.churn, args.pool_size))
-    finally:
-        proc.send_signal(signal.SIGTERM)  # the server this script started, by PID
-        async with asyncio.timeout(60):
-            await proc.wait()
     return result
 
 

@@ -32,8 +32,6 @@ import asyncio
 import contextlib
 import os
 import random
-import signal
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -43,6 +41,7 @@ import psutil
 from openenv.core.generic_client import GenericEnvClient
 
 import report
+import serving
 from runtime import FIXTURE, _metric, _pct
 
 TARGETS = {
@@ -216,39 +215,9 @@ async def _hang_submit(url: str) -> dict[str, Any]:
         }
 
 
-async def _serve(args: argparse.Namespace, port: int) -> asyncio.subprocess.Process:
-    env = {**os.environ, "A01GYM_GATEWAY__IDLE_TIMEOUT_S": "0"}
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "a01gym.cli",
-        "serve",
-        "--port",
-        str(port),
-        "--cache",
-        str(args.cache),
-        "--runs-dir",
-        str(args.runs_dir),
-        "--max-sessions",
-        str(args.max_sessions),
-        "--max-sandboxes",
-        str(args.max_sandboxes),
-        "--pool-size",
-        str(args.pool_size),
-        "--warm-spares",
-        str(args.sessions),
-        env=env,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL if not args.server_log else None,
-    )
-
-
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     from a01gym.config import default_max_sandboxes, default_max_sessions
-    from a01gym.gateway.server import free_port
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
     n = args.sessions
     result: dict[str, Any] = {
         "sessions": n,
@@ -258,17 +227,17 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         "default_max_sessions_here": default_max_sessions(),
         "default_max_sandboxes_here": default_max_sandboxes(),
     }
-    proc = await _serve(args, port)
-    try:
-        async with httpx.AsyncClient() as http:
-            for _ in range(600):
-                try:
-                    if (await http.get(url + "/health")).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                await asyncio.sleep(0.05)
-        server = psutil.Process(proc.pid)
+    options = ["--max-sessions", str(args.max_sessions), "--max-sandboxes", str(args.max_sandboxes)]
+    options += ["--pool-size", str(args.pool_size), "--warm-spares", str(args.sessions)]
+    async with serving.gateway(
+        args.cache,
+        args.runs_dir,
+        args=options,
+        env={"A01GYM_GATEWAY__IDLE_TIMEOUT_S": "0"},
+        log=args.server_log,
+        stop_timeout_s=120,
+    ) as served:
+        url, server = served.url, psutil.Process(served.pid)
         await asyncio.sleep(2.0)  # the pool of --pool-size fills
         envs, burst = await _measured_burst(url, server, n, args.spread_s, "burst_512")
         result.update(burst)
@@ -282,10 +251,6 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         await _close(envs)
         if not args.no_hang:
             result.update(await _hang_submit(url))
-    finally:
-        proc.send_signal(signal.SIGTERM)  # the server this script started, by PID
-        async with asyncio.timeout(120):
-            await proc.wait()
     return result
 
 
