@@ -53,7 +53,7 @@ TARGETS = {
     "episodes_per_s": (">=", 8.0),
     "sessions_churn_leaks": ("<=", 0),
 }
-_PROCESSES_PER_SANDBOX = 3  # supervisor, app zygote, app (or its standby)
+_PROCESSES_PER_SANDBOX = 2  # supervisor, app (or its standby): the machine zygote launches apps
 SCRIPT = [
     {"tool": "list_files"},
     {"tool": "read_file", "path": "app/routers/notes.py"},
@@ -218,7 +218,13 @@ async def _churn(url: str, server: psutil.Process, sessions: int, pool_size: int
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    env = {"A01GYM_SANDBOX__POOL_SIZE": str(args.pool_size), "A01GYM_GATEWAY__MAX_SESSIONS": "256"}
+    env = {
+        "A01GYM_SANDBOX__POOL_SIZE": str(args.pool_size),
+        "A01GYM_GATEWAY__MAX_SESSIONS": "256",
+        # The churn hangs up mid-episode on purpose; with resume on, those sessions are kept
+        # for a client that never comes back and would read as leaks until their grace ends.
+        "A01GYM_GATEWAY__RESUME_GRACE_S": "0",
+    }
     async with serving.gateway(args.cache, args.runs_dir, env=env) as served:
         url, server = served.url, psutil.Process(served.pid)
         await asyncio.sleep(1.0)
