@@ -103,7 +103,8 @@ def train_command(
         _console.print(f"smoke: building a 12-scenario cache at {cfg.gateway.cache}")
         pipeline.build_demo(cfg.gateway.cache, count=12, seed=cfg.seed)
     episode_logs = out / "episodes"
-    with _gateway(cfg.gateway.url, cfg.gateway.cache, episode_logs) as url:
+    remote = cfg.gateway.authenticated_url(cfg.gateway.url) if cfg.gateway.url else None
+    with _gateway(remote, cfg.gateway.cache, episode_logs) as url:
         _console.print(f"training against the gateway at {url}")
         model = cfg.model
         if smoke:

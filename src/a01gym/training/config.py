@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -75,6 +76,18 @@ class RolloutSettings(_Section):
 class GatewaySettings(_Section):
     url: str | None = Field(None, description="A running gateway; null starts one in-process.")
     cache: Path | None = Field(None, description="Scenario cache for the in-process gateway.")
+    token_env: str = Field(
+        "A01GYM_TOKEN",
+        description="Environment variable with the gateway's bearer token, if it needs one "
+        "(a secret stays out of config files); sent as the /t/<token> URL prefix.",
+    )
+
+    def authenticated_url(self, url: str) -> str:
+        """``url`` with the token from ``token_env`` as its ``/t/<token>`` prefix, if set."""
+        token = os.environ.get(self.token_env, "").strip()
+        if not token or "/t/" in url:
+            return url
+        return f"{url.rstrip('/')}/t/{token}"
 
     @model_validator(mode="after")
     def _one_source(self) -> GatewaySettings:
