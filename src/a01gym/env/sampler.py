@@ -5,7 +5,10 @@ split) and loads a bundle by hash. The factory's ``ScenarioCache`` is one; the
 :class:`DirectorySource` here (a folder of bundle folders) is the other, for tests and small
 local setups. The :class:`CurriculumSampler` picks one entry per reset, deterministically for a
 given seed, weighted by a file that the feedback loop rewrites between runs (re-read when its
-modification time changes, so a running gateway follows the curriculum without a restart).
+modification time, size or inode changes, so a running gateway follows the curriculum without a
+restart; checking costs one ``stat`` per reset). Weights steer the ``train`` split only: a pick
+from any other split (the held-out ``eval``) ignores them, so no feedback can reweight the eval.
+A reload that fails keeps the weights loaded before and logs why.
 
 Weights file (JSON or YAML), a flat mapping from a key to a non-negative weight; the most
 specific key wins: ``"family/difficulty"``, then ``"family"`` (or ``"family/*"``), then
@@ -32,6 +35,7 @@ from a01gym.errors import ConfigError, ScenarioError
 from a01gym.scenario.bundle import Bundle
 
 __all__ = [
+    "WEIGHTED_SPLIT",
     "CurriculumSampler",
     "DirectorySource",
     "ScenarioEntry",
@@ -49,6 +53,9 @@ BUILD_HINT = (
 )
 
 logger = logging.getLogger(__name__)
+
+WEIGHTED_SPLIT = "train"
+"""The only split curriculum weights apply to."""
 
 Weights = Mapping[str, float]
 """``"family/difficulty" | "family" | "*/difficulty" | "*"`` → weight."""
@@ -263,23 +270,35 @@ class CurriculumSampler:
         self.source = source
         self.weights_path = weights_path
         self._weights: dict[str, float] = {}
-        self._weights_mtime: float | None = None
+        self._weights_version: tuple[int, int, int] | None = None
         self._bundles: OrderedDict[str, Bundle] = OrderedDict()
         self._cache_size = bundle_cache_size
         self._lock = threading.Lock()
 
     def weights(self) -> dict[str, float]:
-        """The current weights (re-read from disk if the file changed)."""
+        """The current weights, re-read from disk when the file changed.
+
+        Raises:
+            ConfigError: when the file is invalid and no earlier version was loaded; once one
+                was, a bad rewrite is logged and the earlier weights stay in force.
+        """
         if self.weights_path is None:
             return {}
         try:
-            mtime = self.weights_path.stat().st_mtime
+            stat = self.weights_path.stat()
         except FileNotFoundError:
             return {}
-        if mtime != self._weights_mtime:
-            self._weights = load_weights(self.weights_path)
-            self._weights_mtime = mtime
-            logger.info("curriculum weights loaded from %s", self.weights_path)
+        version = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        if version != self._weights_version:
+            try:
+                self._weights = load_weights(self.weights_path)
+            except (ConfigError, OSError) as exc:
+                if self._weights_version is None:
+                    raise
+                logger.warning("curriculum weights not reloaded, keeping the last ones: %s", exc)
+            else:
+                logger.info("curriculum weights loaded from %s", self.weights_path)
+            self._weights_version = version
         return self._weights
 
     def pick(
@@ -295,7 +314,8 @@ class CurriculumSampler:
 
         Args:
             seed: drives the weighted choice.
-            split, family, difficulty: filters on the validated slice.
+            split, family, difficulty: filters on the validated slice; weights apply to the
+                ``train`` split only.
             scenario: a content hash (or unique prefix of ≥8 characters) to pin the pick.
 
         Raises:
@@ -320,7 +340,7 @@ class CurriculumSampler:
                 f"no validated scenarios for split={split!r} family={family!r} "
                 f"difficulty={difficulty!r}"
             )
-        weights = self.weights()
+        weights = self.weights() if split == WEIGHTED_SPLIT else {}
         values = [_weight(weights, e) for e in entries]
         if sum(values) <= 0:
             values = [1.0] * len(entries)
