@@ -111,7 +111,8 @@ def build(
             )
         with _errors():
             summary = _build_from_feedback(from_feedback, out, workers)
-        _summary_table(summary)
+        if summary.candidates:
+            _summary_table(summary)
         if as_json:
             _emit_json(summary.model_dump() | {"yield": summary.yield_})
         return
