@@ -36,7 +36,7 @@ def test_a_spec_round_trips_through_its_file(tmp_path: Path, name: str) -> None:
 def test_a_bad_spec_names_the_field(tmp_path: Path) -> None:
     path = tmp_path / "job.yaml"
     path.write_text("seed: 1\norders:\n  - {family: F06, difficulty: extreme, count: 2}\n")
-    with pytest.raises(ConfigError, match="orders.0.difficulty"):
+    with pytest.raises(ConfigError, match=r"orders\.0\.difficulty"):
         jobs.load_job_spec(path)
     with pytest.raises(ConfigError, match="cannot read"):
         jobs.load_job_spec(tmp_path / "missing.yaml")
