@@ -30,6 +30,7 @@ from a01gym.config import GatewaySettings
 from a01gym.factory import pipeline
 from a01gym.factory.cache import ScenarioCache
 from a01gym.factory.config import FactoryConfig
+from a01gym.feedback import weights
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
 from a01gym.training import agents, solver
@@ -203,3 +204,23 @@ async def test_scripted_policy_improves_across_feedback_iterations(
     async with GenericEnvClient(base_url=url, message_timeout_s=300) as env:
         result = await env.reset(scenario=new[0].hash, split="train", agent="learner")
         assert result.observation["result"]["scenario"] == new[0].hash
+
+
+async def test_running_gateway_follows_rewritten_weights_at_the_next_reset(
+    cache: Path, gateway: Any
+) -> None:
+    url, work = gateway
+    store = ScenarioCache(cache)
+
+    async def families(seeds: range) -> set[str]:
+        picked = set()
+        async with GenericEnvClient(base_url=url, message_timeout_s=300) as env:
+            for seed in seeds:
+                result = await env.reset(seed=seed, split="train")
+                picked.add(store.entry(result.observation["result"]["scenario"]).family)
+        return picked
+
+    weights.write_weights(work / "weights.json", {"*": 0.0, "F01/easy": 1.0})
+    assert await families(range(6)) == {"F01"}
+    weights.write_weights(work / "weights.json", {"*": 0.0, "F04/easy": 1.0})
+    assert await families(range(6)) == {"F04"}  # the same seeds, no restart
