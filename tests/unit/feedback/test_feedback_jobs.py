@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -76,3 +77,13 @@ def test_the_cache_adds_what_it_files_only_under_eval(tmp_path: Path) -> None:
             )
     spec = jobs.FactoryJobSpec(seed=1, split=SplitConfig(eval_domains=[], eval_families=[]))
     assert jobs.held_out(spec, cache) == ({"notes"}, {"F04"})
+
+
+def test_the_documented_job_spec_loads(tmp_path: Path) -> None:
+    text = (Path(__file__).parents[3] / "docs" / "feedback.md").read_text()
+    (example,) = [b for b in re.findall(r"```yaml\n(.*?)```", text, re.DOTALL) if "orders:" in b]
+    path = tmp_path / "job.yaml"
+    path.write_text(example)
+    spec = jobs.load_job_spec(path)
+    assert [(o.family, o.difficulty, o.count) for o in spec.orders] == [("F06", "easy", 4)]
+    assert not set(o.family for o in spec.orders) & set(spec.split.eval_families)
