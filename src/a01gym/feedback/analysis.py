@@ -14,7 +14,8 @@ mode                         evidence in the logs
 ============================ =================================================================
 ``ungraded``                 ``error`` set: grading (or the episode) could not run at all.
                              Infrastructure, not the policy: left out of success rates.
-``app_does_not_start``       ``app_started`` false, or the hidden run ended ``app_down``.
+``app_does_not_start``       ``app_started`` false, or the hidden run ended ``app_down`` (the
+                             detail counts ``app_start_failed`` step errors).
 ``fixed_but_timed_out``      no hidden test ``exploited`` or ``broken``: every failing test is
                              ``inconclusive`` (the grading ``deadline`` or a request timeout
                              cut it short), so the fix may be right but too slow to prove.
@@ -26,7 +27,8 @@ mode                         evidence in the logs
                              several stopped. Sites come from the test ids
                              (``exploit[.x].<site>.<attacker>``).
 ``invalid_actions``          nothing blocked, and at least ``invalid_share`` of the steps were
-                             refused actions (``invalid_actions`` / ``steps_used``).
+                             refused actions (``invalid_actions`` / ``steps_used``); the detail
+                             names the commonest step error codes.
 ``out_of_budget``            nothing blocked, and the last step used up the step budget
                              without ``submit`` (``steps_left`` 0 in ``steps.jsonl``).
 ``never_found``              nothing blocked: the agent submitted with every exploit working.
@@ -165,7 +167,12 @@ def classify(
     if evidence.error:
         return FailureMode.UNGRADED, evidence.error[:200]
     if evidence.app_started is False or evidence.grading == "app_down":
-        return FailureMode.APP_DOES_NOT_START, "the hidden run could not start the final app"
+        failed_starts = evidence.step_errors.get("app_start_failed", 0)
+        return FailureMode.APP_DOES_NOT_START, "the hidden run could not start the final app" + (
+            f"; {failed_starts} edits during the episode left it not starting"
+            if failed_starts
+            else ""
+        )
     tests = evidence.tests
     exploits = [t for t in tests or () if t.kind == "exploit"]
     if tests is not None:
@@ -189,8 +196,10 @@ def classify(
         return FailureMode.FIXED_ONE_SITE, _partial_detail(evidence)
     steps = max(evidence.steps_used, 1)
     if evidence.invalid_actions and evidence.invalid_actions / steps >= invalid_share:
+        codes = sorted(evidence.step_errors.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
         return FailureMode.INVALID_ACTIONS, (
             f"{evidence.invalid_actions} of {evidence.steps_used} actions refused"
+            + (f" ({', '.join(f'{c} ×{n}' for c, n in codes)})" if codes else "")
         )
     if evidence.budget_exhausted:
         return FailureMode.OUT_OF_BUDGET, f"used all {evidence.steps_used} steps without submit"

@@ -6,9 +6,9 @@ Three writers leave episode logs; :func:`read_logs` finds all three under the pa
 
 * the gateway (:mod:`a01gym.env.logger`): ``episodes/<folder>/summary.json`` with the terminal
   ``reward_breakdown`` (labels, ``app_started``, ``grading``, per-test ``outcome``, ``removed_
-  routes``, ``invalid_actions``, ``steps_used``, ``error``), next to ``steps.jsonl``, whose last
-  ``step`` record tells whether the step budget ran out (``steps_left`` 0 on an action that was
-  not ``submit``). The richest source;
+  routes``, ``invalid_actions``, ``steps_used``, ``error``), next to ``steps.jsonl``, whose
+  ``step`` records give each step's error code and, in the last one, whether the step budget ran
+  out (``steps_left`` 0 on an action that was not ``submit``). The richest source;
 * ``a01gym eval`` (:mod:`a01gym.training.evalrun`): ``episodes.jsonl`` rows carrying the same
   breakdown (``error`` set when the episode itself failed); the budget is not recorded;
 * GRPO training (:mod:`a01gym.training.grpo`): ``rollouts.jsonl`` rows with the breakdown's
@@ -21,6 +21,7 @@ richest record. Lines that cannot be read are skipped and reported, never fatal.
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 from collections.abc import Iterator, Sequence
@@ -77,6 +78,9 @@ class EpisodeEvidence(BaseModel):
     invalid_actions: int = 0
     steps_used: int = 0
     budget_exhausted: bool | None = None
+    step_errors: dict[str, int] = Field(
+        default_factory=dict, description="Error codes the steps returned, counted (gateway)."
+    )
 
 
 class LogRead(BaseModel):
@@ -108,26 +112,35 @@ def _from_breakdown(
     }
 
 
-def _budget_exhausted(steps: Path) -> bool | None:
-    """Did the last step use up the budget without submitting? ``None`` if not logged."""
+def _step_facts(steps: Path) -> tuple[bool | None, dict[str, int]]:
+    """From ``steps.jsonl``: did the last step use up the budget without submitting (``None``
+    if no step was logged), and how often each error code came back."""
     last: dict[str, Any] | None = None
+    errors: collections.Counter[str] = collections.Counter()
     try:
         with steps.open(encoding="utf-8") as handle:
             for line in handle:
-                if '"type": "step"' in line:
-                    last = json.loads(line)
+                record = json.loads(line)
+                if record.get("type") != "step":
+                    continue
+                last = record
+                error = (record.get("observation") or {}).get("error")
+                if isinstance(error, dict) and error.get("code"):
+                    errors[str(error["code"])] += 1
     except (OSError, ValueError):
-        return None
+        return None, dict(errors)
     if last is None:
-        return None
+        return None, {}
     action = last.get("action")
     tool = action.get("tool") if isinstance(action, dict) else None
-    return (last.get("observation") or {}).get("steps_left") == 0 and tool != "submit"
+    exhausted = (last.get("observation") or {}).get("steps_left") == 0 and tool != "submit"
+    return exhausted, dict(errors)
 
 
 def _gateway_episode(summary_path: Path) -> EpisodeEvidence:
     summary = json.loads(summary_path.read_text(encoding="utf-8"))
     breakdown = summary.get("reward_breakdown") or {}
+    exhausted, errors = _step_facts(summary_path.parent / "steps.jsonl")
     return EpisodeEvidence.model_validate(
         {
             **_from_breakdown(breakdown),
@@ -135,7 +148,8 @@ def _gateway_episode(summary_path: Path) -> EpisodeEvidence:
             "source": "gateway",
             "scenario": summary.get("scenario"),
             "split": summary.get("split", "train"),
-            "budget_exhausted": _budget_exhausted(summary_path.parent / "steps.jsonl"),
+            "budget_exhausted": exhausted,
+            "step_errors": errors,
         }
     )
 

@@ -62,10 +62,14 @@ def _gateway_episode(
     last_action: str = "submit",
     steps_left: int = 10,
     split: str = "train",
+    errors: tuple[str, ...] = (),
 ) -> None:
     log = RunLogger(runs).open(episode_id, scenario="ab" * 32, agent="test")
     assert log is not None
     log.reset(seed=1, split=split, briefing="task", ms=1.0)
+    for index, code in enumerate(errors, 1):
+        error = {"code": code, "message": "refused"}
+        log.step(index=index, action={"tool": "edit_file"}, observation={"error": error}, ms=1.0)
     log.step(
         index=breakdown["steps_used"],
         action={"tool": last_action},
@@ -113,14 +117,24 @@ def test_a_removed_route_is_a_broken_regression(tmp_path: Path) -> None:
     assert mode is FailureMode.BROKE_REGRESSION and "GET /notes/{id}" in detail
 
 
-def test_an_app_that_does_not_start(tmp_path: Path) -> None:
+def test_an_app_that_does_not_start_counts_the_failed_starts(tmp_path: Path) -> None:
     breakdown = _breakdown(app_started=False, grading="app_down", tests=[])
-    assert _mode(tmp_path, breakdown)[0] is FailureMode.APP_DOES_NOT_START
+    mode, detail = _mode(tmp_path, breakdown, errors=("app_start_failed",) * 2)
+    assert mode is FailureMode.APP_DOES_NOT_START
+    assert detail.endswith("; 2 edits during the episode left it not starting")
 
 
-def test_mostly_refused_actions_are_invalid_actions(tmp_path: Path) -> None:
+def test_mostly_refused_actions_are_invalid_actions_naming_the_codes(tmp_path: Path) -> None:
     breakdown = _breakdown(invalid_actions=4, steps_used=6)
-    assert _mode(tmp_path, breakdown)[0] is FailureMode.INVALID_ACTIONS
+    errors = ("edit_not_found", "edit_not_found", "edit_not_found", "path_invalid")
+    mode, detail = _mode(tmp_path, breakdown, errors=errors)
+    assert mode is FailureMode.INVALID_ACTIONS
+    assert detail == "4 of 6 actions refused (edit_not_found ×3, path_invalid ×1)"
+
+
+def test_a_few_refused_actions_do_not_hide_a_missed_bug(tmp_path: Path) -> None:
+    breakdown = _breakdown(invalid_actions=2, steps_used=6)
+    assert _mode(tmp_path, breakdown, errors=("not_found",) * 2)[0] is FailureMode.NEVER_FOUND
 
 
 def test_the_last_step_using_up_the_budget_is_out_of_budget(tmp_path: Path) -> None:
