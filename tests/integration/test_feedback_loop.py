@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import pytest_asyncio
 from openenv.core.generic_client import GenericEnvClient
@@ -220,7 +221,19 @@ async def test_running_gateway_follows_rewritten_weights_at_the_next_reset(
                 picked.add(store.entry(result.observation["result"]["scenario"]).family)
         return picked
 
+    async def reloads() -> float:
+        async with httpx.AsyncClient(base_url=url) as http:
+            text = (await http.get("/metrics")).text
+        (line,) = [
+            x
+            for x in text.splitlines()
+            if x.startswith('a01gym_env_curriculum_reloads_total{result="loaded"}')
+        ]
+        return float(line.split()[-1])
+
     weights.write_weights(work / "weights.json", {"*": 0.0, "F01/easy": 1.0})
     assert await families(range(6)) == {"F01"}
+    before = await reloads()
     weights.write_weights(work / "weights.json", {"*": 0.0, "F04/easy": 1.0})
     assert await families(range(6)) == {"F04"}  # the same seeds, no restart
+    assert await reloads() == before + 1  # read once, at the first reset after the rewrite

@@ -24,6 +24,7 @@ import json
 import logging
 import random
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -37,6 +38,7 @@ from a01gym.scenario.bundle import Bundle
 __all__ = [
     "WEIGHTED_SPLIT",
     "CurriculumSampler",
+    "CurriculumStats",
     "DirectorySource",
     "ScenarioEntry",
     "ScenarioEntryLike",
@@ -251,6 +253,15 @@ def _weight(weights: Weights, entry: ScenarioEntryLike) -> float:
     return 1.0
 
 
+@dataclasses.dataclass(frozen=True)
+class CurriculumStats:
+    """How the weights file fared, for ``/metrics``: did the feedback loop's rewrite land?"""
+
+    loaded: int
+    rejected: int
+    loaded_at: float | None
+
+
 class CurriculumSampler:
     """Picks a scenario for a reset; the same seed and weights always give the same pick.
 
@@ -271,6 +282,8 @@ class CurriculumSampler:
         self.weights_path = weights_path
         self._weights: dict[str, float] = {}
         self._weights_version: tuple[int, int, int] | None = None
+        self._loads = {"loaded": 0, "rejected": 0}
+        self._loaded_at: float | None = None
         self._bundles: OrderedDict[str, Bundle] = OrderedDict()
         self._cache_size = bundle_cache_size
         self._lock = threading.Lock()
@@ -293,13 +306,24 @@ class CurriculumSampler:
             try:
                 self._weights = load_weights(self.weights_path)
             except (ConfigError, OSError) as exc:
+                self._loads["rejected"] += 1
                 if self._weights_version is None:
                     raise
                 logger.warning("curriculum weights not reloaded, keeping the last ones: %s", exc)
             else:
+                self._loads["loaded"] += 1
+                self._loaded_at = time.time()
                 logger.info("curriculum weights loaded from %s", self.weights_path)
             self._weights_version = version
         return self._weights
+
+    def stats(self) -> CurriculumStats:
+        """Weights files loaded and refused so far, and when the last good one was loaded."""
+        return CurriculumStats(
+            loaded=self._loads["loaded"],
+            rejected=self._loads["rejected"],
+            loaded_at=self._loaded_at,
+        )
 
     def pick(
         self,

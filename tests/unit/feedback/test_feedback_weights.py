@@ -126,6 +126,8 @@ def test_a_bad_rewrite_keeps_the_last_good_weights(tmp_path: Path) -> None:
     weights.write_weights(path, {"*": 0.0, "F04/easy": 1.0})
     picker = sampler.CurriculumSampler(source, weights_path=path)
     assert picker.pick(0).family == "F04"
+    loaded_at = picker.stats().loaded_at
     path.write_text(json.dumps({"F01/easy": -3}))
     assert {picker.pick(i).family for i in range(20)} == {"F04"}
     assert picker.weights() == {"*": 0.0, "F04/easy": 1.0}
+    assert picker.stats() == sampler.CurriculumStats(loaded=1, rejected=1, loaded_at=loaded_at)
