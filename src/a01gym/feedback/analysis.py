@@ -185,8 +185,9 @@ def classify(
         broken = sorted(t.id for t in tests if t.kind == "regression" and t.outcome == "broken")
         blocked = [t for t in exploits if t.outcome == "blocked"]
     else:
-        broken = ["regression"] if (evidence.regression or 0.0) < 1.0 else []
-        blocked = [True] if (evidence.security or 0.0) > 0.0 else []
+        regression, security = evidence.regression, evidence.security
+        broken = ["regression"] if regression is not None and regression < 1.0 else []
+        blocked = [True] if security is not None and security > 0.0 else []
     if broken or evidence.removed_routes:
         deny_all = tests is not None and bool(exploits) and len(blocked) == len(exploits)
         lost = broken + [f"route {r}" for r in evidence.removed_routes]

@@ -121,7 +121,7 @@ def _step_facts(steps: Path) -> tuple[bool | None, dict[str, int]]:
         with steps.open(encoding="utf-8") as handle:
             for line in handle:
                 record = json.loads(line)
-                if record.get("type") != "step":
+                if not isinstance(record, dict) or record.get("type") != "step":
                     continue
                 last = record
                 error = (record.get("observation") or {}).get("error")

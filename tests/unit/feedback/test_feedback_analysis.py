@@ -207,6 +207,11 @@ def test_rollout_rates_alone_tell_a_broken_regression() -> None:
     assert analysis.classify(row)[0] is FailureMode.BROKE_REGRESSION
 
 
+def test_missing_rates_are_not_read_as_a_broken_app() -> None:
+    row = evidence.EpisodeEvidence(episode_id="r", source="eval")
+    assert analysis.classify(row)[0] is FailureMode.NEVER_FOUND
+
+
 def test_no_logs_found_says_what_to_pass(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="no episode logs") as caught:
         evidence.read_logs([tmp_path])
