@@ -52,6 +52,7 @@ bench: train-venv
 	$(BIN)/python bench/scale.py --quick --json-out bench/results/scale.json
 	$(BIN)/python bench/rollouts.py --quick --json-out bench/results/rollouts.json
 	$(BIN)/python bench/learning.py --quick --json-out bench/results/learning.json
+	$(BIN)/python bench/curriculum.py --quick --json-out bench/results/curriculum.json
 	A01GYM_ENVTEST_BIN="$$(tools/envtest.sh)" $(BIN)/python bench/k8s.py --quick --json-out bench/results/k8s.json
 
 clean:

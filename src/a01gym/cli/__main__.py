@@ -19,7 +19,7 @@ from typing import Annotated, Literal
 import typer
 
 from a01gym import __version__
-from a01gym.cli import demo, factory, operator, play, report, sandbox, serve, train
+from a01gym.cli import analyze, demo, factory, operator, play, report, sandbox, serve, train
 from a01gym.cli import eval as eval_cli
 from a01gym.cli import trajectories as trajectories_cli
 from a01gym.cli.logs import configure_logging
@@ -44,6 +44,7 @@ app.command("export-trajectories")(trajectories_cli.export_command)
 app.command("report")(report.report_command)
 app.command("train")(train.train_command)
 app.command("play")(play.play_command)
+app.command("analyze")(analyze.analyze_command)
 
 
 @app.callback()

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from a01gym.errors import A01GymError
+from a01gym.errors import A01GymError, ConfigError
 from a01gym.factory import config as factory_config
 from a01gym.factory import gates, pipeline
 from a01gym.factory.cache import ScenarioCache
@@ -61,7 +61,14 @@ def _emit_json(data: Any) -> None:
 
 @app.command()
 def build(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Cache directory to build into.")],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Cache directory to build into (with --from-feedback: default the spec's cache).",
+        ),
+    ] = None,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -79,9 +86,38 @@ def build(
     workers: Annotated[
         int | None, typer.Option(help="Concurrent sandbox verifications (overrides config).")
     ] = None,
+    from_feedback: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-feedback",
+            metavar="SPEC",
+            help="Build the orders of a factory job spec from `a01gym analyze --job-out` "
+            "(new train scenarios for weak cells; the eval split is never touched).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Author, compile, gate and cache scenarios."""
+    if from_feedback is not None:
+        clashes = [
+            flag
+            for flag, value in (("--config", config), ("--count", count), ("--seed", seed))
+            if value is not None
+        ] + (["--author"] if author is not None else [])
+        if clashes:
+            raise typer.BadParameter(
+                f"{', '.join(clashes)} do not combine with it: the spec sets what to build",
+                param_hint="--from-feedback",
+            )
+        with _errors():
+            summary = _build_from_feedback(from_feedback, out, workers)
+        if summary.candidates:
+            _summary_table(summary)
+        if as_json:
+            _emit_json(summary.model_dump() | {"yield": summary.yield_})
+        return
+    if out is None:
+        raise typer.BadParameter("give the cache directory to build into", param_hint="--out")
     with _errors():
         overrides: dict[str, Any] = {"count": count, "seed": seed}
         if config is None:
@@ -108,6 +144,31 @@ def build(
         _summary_table(summary)
         if as_json:
             _emit_json(summary.model_dump() | {"yield": summary.yield_})
+
+
+def _build_from_feedback(
+    spec_path: Path, out: Path | None, workers: int | None
+) -> pipeline.BuildSummary:
+    from a01gym.feedback import jobs
+
+    spec = jobs.load_job_spec(spec_path)
+    if workers is not None:
+        spec = spec.model_copy(update={"workers": workers})
+    target = out or (Path(spec.cache) if spec.cache else None)
+    if target is None:
+        raise ConfigError("--out", f"{spec_path} names no cache", hint="pass --out CACHE_DIR")
+    if not spec.orders:
+        _err.print(f"{spec_path} orders nothing: every train cell is learnable or mastered")
+    with _progress() as progress:
+        tasks: dict[str, Any] = {}
+
+        def report(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                label = "authoring" if stage == "author" else "gating in sandboxes"
+                tasks[stage] = progress.add_task(label, total=total)
+            progress.update(tasks[stage], completed=done, total=total)
+
+        return asyncio.run(jobs.run_job(spec, target, progress=report))
 
 
 def _summary_table(summary: pipeline.BuildSummary) -> None:

@@ -5,7 +5,10 @@ split) and loads a bundle by hash. The factory's ``ScenarioCache`` is one; the
 :class:`DirectorySource` here (a folder of bundle folders) is the other, for tests and small
 local setups. The :class:`CurriculumSampler` picks one entry per reset, deterministically for a
 given seed, weighted by a file that the feedback loop rewrites between runs (re-read when its
-modification time changes, so a running gateway follows the curriculum without a restart).
+modification time, size or inode changes, so a running gateway follows the curriculum without a
+restart; checking costs one ``stat`` per reset). Weights steer the ``train`` split only: a pick
+from any other split (the held-out ``eval``) ignores them, so no feedback can reweight the eval.
+A reload that fails keeps the weights loaded before and logs why.
 
 Weights file (JSON or YAML), a flat mapping from a key to a non-negative weight; the most
 specific key wins: ``"family/difficulty"``, then ``"family"`` (or ``"family/*"``), then
@@ -21,6 +24,7 @@ import json
 import logging
 import random
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,7 +36,9 @@ from a01gym.errors import ConfigError, ScenarioError
 from a01gym.scenario.bundle import Bundle
 
 __all__ = [
+    "WEIGHTED_SPLIT",
     "CurriculumSampler",
+    "CurriculumStats",
     "DirectorySource",
     "ScenarioEntry",
     "ScenarioEntryLike",
@@ -49,6 +55,9 @@ BUILD_HINT = (
 )
 
 logger = logging.getLogger(__name__)
+
+WEIGHTED_SPLIT = "train"
+"""The only split curriculum weights apply to."""
 
 Weights = Mapping[str, float]
 """``"family/difficulty" | "family" | "*/difficulty" | "*"`` → weight."""
@@ -244,6 +253,15 @@ def _weight(weights: Weights, entry: ScenarioEntryLike) -> float:
     return 1.0
 
 
+@dataclasses.dataclass(frozen=True)
+class CurriculumStats:
+    """How the weights file fared, for ``/metrics``: did the feedback loop's rewrite land?"""
+
+    loaded: int
+    rejected: int
+    loaded_at: float | None
+
+
 class CurriculumSampler:
     """Picks a scenario for a reset; the same seed and weights always give the same pick.
 
@@ -263,24 +281,49 @@ class CurriculumSampler:
         self.source = source
         self.weights_path = weights_path
         self._weights: dict[str, float] = {}
-        self._weights_mtime: float | None = None
+        self._weights_version: tuple[int, int, int] | None = None
+        self._loads = {"loaded": 0, "rejected": 0}
+        self._loaded_at: float | None = None
         self._bundles: OrderedDict[str, Bundle] = OrderedDict()
         self._cache_size = bundle_cache_size
         self._lock = threading.Lock()
 
     def weights(self) -> dict[str, float]:
-        """The current weights (re-read from disk if the file changed)."""
+        """The current weights, re-read from disk when the file changed.
+
+        Raises:
+            ConfigError: when the file is invalid and no earlier version was loaded; once one
+                was, a bad rewrite is logged and the earlier weights stay in force.
+        """
         if self.weights_path is None:
             return {}
         try:
-            mtime = self.weights_path.stat().st_mtime
+            stat = self.weights_path.stat()
         except FileNotFoundError:
             return {}
-        if mtime != self._weights_mtime:
-            self._weights = load_weights(self.weights_path)
-            self._weights_mtime = mtime
-            logger.info("curriculum weights loaded from %s", self.weights_path)
+        version = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+        if version != self._weights_version:
+            try:
+                self._weights = load_weights(self.weights_path)
+            except (ConfigError, OSError) as exc:
+                self._loads["rejected"] += 1
+                if self._weights_version is None:
+                    raise
+                logger.warning("curriculum weights not reloaded, keeping the last ones: %s", exc)
+            else:
+                self._loads["loaded"] += 1
+                self._loaded_at = time.time()
+                logger.info("curriculum weights loaded from %s", self.weights_path)
+            self._weights_version = version
         return self._weights
+
+    def stats(self) -> CurriculumStats:
+        """Weights files loaded and refused so far, and when the last good one was loaded."""
+        return CurriculumStats(
+            loaded=self._loads["loaded"],
+            rejected=self._loads["rejected"],
+            loaded_at=self._loaded_at,
+        )
 
     def pick(
         self,
@@ -295,7 +338,8 @@ class CurriculumSampler:
 
         Args:
             seed: drives the weighted choice.
-            split, family, difficulty: filters on the validated slice.
+            split, family, difficulty: filters on the validated slice; weights apply to the
+                ``train`` split only.
             scenario: a content hash (or unique prefix of ≥8 characters) to pin the pick.
 
         Raises:
@@ -320,7 +364,7 @@ class CurriculumSampler:
                 f"no validated scenarios for split={split!r} family={family!r} "
                 f"difficulty={difficulty!r}"
             )
-        weights = self.weights()
+        weights = self.weights() if split == WEIGHTED_SPLIT else {}
         values = [_weight(weights, e) for e in entries]
         if sum(values) <= 0:
             values = [1.0] * len(entries)

@@ -127,6 +127,7 @@ async def build(
     author: Author | None = None,
     backend: SandboxBackend | None = None,
     progress: ProgressFn | None = None,
+    requests: list[DraftRequest] | None = None,
 ) -> BuildSummary:
     """Build ``config.count`` candidates into the cache at ``cache_path``.
 
@@ -136,6 +137,8 @@ async def build(
         author: overrides the config's author (tests pass fakes here).
         backend: sandboxes for the gates; default a :class:`LocalBackend` sized to the workers.
         progress: optional progress callback.
+        requests: the drafts to make instead of ``plan(config)``'s, e.g. the feedback loop's
+            orders for weak family × difficulty cells (indexes 0..n-1).
 
     Raises:
         CacheLockedError: never; a second concurrent build waits for the lock.
@@ -144,7 +147,7 @@ async def build(
     author = author or make_author(config)
     provenance = Provenance(author=author.name, model=author.model, config_hash=config.digest())
     cache = ScenarioCache(cache_path)
-    requests = plan(config)
+    requests = plan(config) if requests is None else requests
     stats: dict[str, FamilyStats] = collections.defaultdict(FamilyStats)
     hashes: list[str] = []
     domains: set[str] = set()

@@ -27,7 +27,7 @@ from a01gym.config import GatewaySettings, SandboxSettings, get_settings
 from a01gym.env import models, tools
 from a01gym.env.environment import A01Environment, EnvRuntime
 from a01gym.env.logger import RunLogger
-from a01gym.env.sampler import CurriculumSampler, open_source
+from a01gym.env.sampler import CurriculumSampler, CurriculumStats, open_source
 from a01gym.env.warm import WarmSpares
 from a01gym.errors import ConfigError
 from a01gym.gateway.auth import TokenAuth
@@ -59,6 +59,7 @@ class GatewayDeps:
     run_logger: RunLogger | None = None
     pool_stats: Callable[[], PoolStats | None] | None = None
     spares: Callable[[], int] | None = None
+    curriculum: Callable[[], CurriculumStats] | None = None
     startup: Callable[[], Awaitable[None]] | None = None
     shutdown: Callable[[], Awaitable[None]] | None = None
 
@@ -83,6 +84,7 @@ def runtime_deps(runtime: EnvRuntime, *, own_backend: bool = True) -> GatewayDep
         run_logger=runtime.logger,
         pool_stats=stats,
         spares=lambda: runtime.spares.count if runtime.spares is not None else 0,
+        curriculum=runtime.sampler.stats,
         startup=backend.start if own_backend else None,
         shutdown=shutdown,
     )
@@ -156,7 +158,7 @@ def create_app(
     """
     settings = settings or get_settings().gateway
     deps = deps or _settings_deps(settings, sandbox)
-    metrics = GatewayMetrics(deps.pool_stats, deps.spares)
+    metrics = GatewayMetrics(deps.pool_stats, deps.spares, deps.curriculum)
     sessions = SessionManager(
         deps.env_factory,
         max_sessions=settings.max_sessions,

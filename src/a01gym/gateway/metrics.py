@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from a01gym.env import models
+from a01gym.env.sampler import CurriculumStats
 from a01gym.sandbox.backend import PoolStats
 
 __all__ = ["CONTENT_TYPE", "GatewayMetrics", "tool_label"]
@@ -67,6 +68,29 @@ class _PoolCollector(Collector):
         )
 
 
+class _CurriculumCollector(Collector):
+    def __init__(self, stats: Callable[[], CurriculumStats]) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self._stats()
+        loads = CounterMetricFamily(
+            "a01gym_env_curriculum_reloads",
+            "Curriculum weights files read at a reset, by result (rejected: the last good "
+            "weights stayed).",
+            labels=["result"],
+        )
+        loads.add_metric(["loaded"], stats.loaded)
+        loads.add_metric(["rejected"], stats.rejected)
+        yield loads
+        if stats.loaded_at is not None:
+            yield GaugeMetricFamily(
+                "a01gym_env_curriculum_loaded_timestamp_seconds",
+                "When the weights in force were loaded (Unix time).",
+                value=stats.loaded_at,
+            )
+
+
 class GatewayMetrics:
     """The metric objects of one app, plus the registry they live in."""
 
@@ -74,6 +98,7 @@ class GatewayMetrics:
         self,
         pool_stats: Callable[[], PoolStats | None] | None = None,
         spares: Callable[[], int] | None = None,
+        curriculum: Callable[[], CurriculumStats] | None = None,
     ) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
@@ -146,6 +171,8 @@ class GatewayMetrics:
         )
         if pool_stats is not None:
             r.register(_PoolCollector(pool_stats, spares))
+        if curriculum is not None:
+            r.register(_CurriculumCollector(curriculum))
 
     def observe_step(self, tool: str, observation: dict[str, object], seconds: float) -> None:
         label = tool_label(tool)

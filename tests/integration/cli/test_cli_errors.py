@@ -75,6 +75,8 @@ def test_usage_errors_print_the_usage_and_exit_two(
         (["eval", "--cache", "/nonexistent"], {}, "a01gym factory build --config"),
         (["eval", "--cache", str(FIXTURE), "--split", "nosuch"], {}, "has no 'nosuch' scenarios"),
         (["play", "--cache", "/nonexistent"], {}, "a01gym factory build --config"),
+        (["analyze", "/nonexistent"], {}, "/nonexistent does not exist"),
+        (["factory", "build", "--from-feedback", "/nonexistent.yaml"], {}, "a01gym analyze"),
     ],
 )
 def test_errors_are_one_line_and_exit_one(
