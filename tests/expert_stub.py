@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+import threading
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Literal
 
 from fastapi import FastAPI, Request, Response
@@ -84,3 +85,28 @@ async def running_stub() -> AsyncIterator[StubExpert]:
     async with server.background(_app(stub)) as url:
         stub.url = f"{url}/v1"
         yield stub
+
+
+@contextlib.contextmanager
+def stub_thread() -> Iterator[StubExpert]:
+    """:func:`running_stub` on its own thread's event loop, for tests whose expert callers run
+    in another process (a training subprocess's in-process gateway)."""
+    box: dict[str, Any] = {}
+    ready, done = threading.Event(), threading.Event()
+
+    async def serve() -> None:
+        async with running_stub() as stub:
+            box["stub"] = stub
+            ready.set()
+            while not done.is_set():
+                await asyncio.sleep(0.05)
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),), name="stub-expert")
+    thread.start()
+    try:
+        if not ready.wait(30):
+            raise TimeoutError("the stub expert did not start")
+        yield box["stub"]
+    finally:
+        done.set()
+        thread.join(30)
