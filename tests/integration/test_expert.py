@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
-from a01gym.errors import EpisodeError
+from a01gym.errors import ConfigError
 from a01gym.expert_settings import ExpertSettings, ShapingSettings
 from a01gym.factory import author, compiler
 from a01gym.factory import config as factory_config
@@ -213,7 +213,7 @@ async def test_expert_is_off_unless_reset_or_settings_offer_it(
         await _close(env)
     unconfigured = _env(backend, FIXTURE, tmp_path, ExpertSettings())
     try:
-        with pytest.raises(EpisodeError, match="no expert endpoint"):
+        with pytest.raises(ConfigError, match="no expert endpoint"):
             await unconfigured.reset(seed=1, expert=True)
     finally:
         await _close(unconfigured)

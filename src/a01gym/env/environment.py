@@ -29,7 +29,7 @@ from a01gym.env import briefing, experttool, grading, models, recovery, tools, w
 from a01gym.env.episode import Episode, ResetParams, StepOutcome, note_ignored
 from a01gym.env.logger import verification_document
 from a01gym.env.runtime import EnvRuntime
-from a01gym.errors import EpisodeError, SandboxCapacityError, SandboxError
+from a01gym.errors import ConfigError, EpisodeError, SandboxCapacityError, SandboxError
 
 __all__ = ["A01Environment", "EnvRuntime", "ResetParams", "StepOutcome", "note_ignored"]
 
@@ -64,7 +64,7 @@ class A01Environment:
             ValidationError: for a known keyword argument with a bad value.
             ScenarioError: when no scenario matches the filters.
             SandboxError: when no sandbox could be prepared.
-            EpisodeError: when the reset asks for the expert and none is configured.
+            ConfigError: when the reset asks for the expert and none is configured.
         """
         params, ignored = ResetParams.parse(kwargs)
         async with self._lock:
@@ -143,7 +143,8 @@ class A01Environment:
         if not wanted:
             return 0
         if self.runtime.expert is None:
-            raise EpisodeError(
+            raise ConfigError(
+                "expert",
                 "reset asked for the expert, but this gateway has no expert endpoint",
                 hint="set A01GYM_EXPERT__BASE_URL and A01GYM_EXPERT__MODEL on the gateway, "
                 "or reset with expert=false",
