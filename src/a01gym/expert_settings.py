@@ -67,6 +67,7 @@ class ExpertSettings(BaseModel):
     )
     base_url: str | None = Field(
         None,
+        pattern=r"^https?://[^\s]+$",
         description="OpenAI-compatible API root, e.g. https://api.openai.com/v1 (the gateway "
         "posts to <base_url>/chat/completions). Unset: no episode can ask.",
     )

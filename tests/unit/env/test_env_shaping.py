@@ -7,8 +7,7 @@ import pytest
 
 from a01gym.env import shaping
 from a01gym.env.episode import ExpertCall
-from a01gym.errors import ConfigError
-from a01gym.expert_settings import ExpertSettings, ShapingSettings
+from a01gym.expert_settings import ShapingSettings
 
 S = ShapingSettings(
     solo_bonus=0.2, recovery_bonus=0.1, blind_call_penalty=0.05, explore_steps=2, stall_steps=4
@@ -46,17 +45,3 @@ def test_shaping_components(offered, calls, resolved, parts) -> None:
     assert (result.solo_bonus, result.recovery_bonus, result.blind_call_penalty) == parts
     assert result.total == pytest.approx(parts[0] + parts[1] - parts[2])
     assert result.expert_offered is offered and result.expert_calls == len(calls)
-
-
-def test_expert_settings_come_from_env_vars_and_refuse_enabled_without_endpoint(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from a01gym.config import Settings
-
-    monkeypatch.setenv("A01GYM_EXPERT__BASE_URL", "http://127.0.0.1:9/v1")
-    monkeypatch.setenv("A01GYM_EXPERT__MODEL", "big")
-    monkeypatch.setenv("A01GYM_EXPERT__SHAPING__SOLO_BONUS", "0.3")
-    settings = Settings().expert
-    assert settings.configured and settings.shaping.solo_bonus == 0.3 and not settings.enabled
-    with pytest.raises(ConfigError, match="A01GYM_EXPERT__BASE_URL"):
-        ExpertSettings(enabled=True).check()
