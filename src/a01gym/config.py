@@ -28,6 +28,7 @@ from pydantic_settings import (
 )
 
 from a01gym.errors import ConfigError
+from a01gym.expert_settings import ExpertSettings
 
 __all__ = [
     "CONFIG_ENV",
@@ -366,6 +367,7 @@ class Settings(BaseSettings):
     grading: GradingSettings = Field(default_factory=GradingSettings)
     kubernetes: KubernetesBackendSettings = Field(default_factory=KubernetesBackendSettings)
     operator: OperatorSettings = Field(default_factory=OperatorSettings)
+    expert: ExpertSettings = Field(default_factory=ExpertSettings)
 
     @classmethod
     def settings_customise_sources(

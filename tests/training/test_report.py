@@ -240,3 +240,38 @@ def test_control_characters_in_model_text_show_as_escapes() -> None:
     ]
     (step,) = rundata.message_transcript(messages, diff=None, source="chat").steps
     assert (step.action, step.output) == ("a\\x07b\tc", "\\x1b[0m")
+
+
+def test_expert_section_shows_phase_call_rate_and_solo_vs_assisted(tmp_path: Path) -> None:
+    """Synthetic step rows in the documented shape (``grpo.StepLog``): 3 steps, fading."""
+    write_training(tmp_path, steps=3)
+    phases = [("scaffold", 0.75, 1.5), ("balanced", 0.5, 0.5), ("independent", 0.0, 0.0)]
+    metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    for row, (phase, share, calls) in zip(metrics, phases, strict=True):
+        row.update(
+            expert_phase=phase,
+            expert_phase_index=["scaffold", "balanced", "independent"].index(phase),
+            expert_share=share,
+            expert_rollout_rate=share,
+            expert_call_rate=calls,
+            solo_resolved_rate=0.25,
+            assisted_resolved_rate=0.75 if share else None,
+            shaping_mean=0.01,
+        )
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in metrics))
+    rollouts = [json.loads(line) for line in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    for index, row in enumerate(rollouts):
+        row.update(expert_allowed=index % 2 == 0, expert_calls=index % 2, shaping=0.0)
+    (tmp_path / "rollouts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rollouts))
+    page = report.write_html_report(tmp_path).read_text()
+    section = page[page.index('<section id="expert">') : page.index('<section id="transcripts">')]
+    assert "<strong>independent</strong>" in section
+    assert "Solo vs expert-assisted" in section and "training rollouts" in section
+    for phase, share, _ in phases:
+        assert f"<td>{phase}</td><td>{share:.0%}</td>" in section
+    assert (tmp_path / "report" / "expert.png").read_bytes().startswith(PNG)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    write_training(plain, steps=2)
+    page = report.write_html_report(plain).read_text()
+    assert "No rollout or episode in this run could ask the expert" in page

@@ -18,7 +18,7 @@ import pytest
 from a01gym.training import report
 
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-SECTIONS = ("training", "evaluation", "breakdown", "transcripts", "config")
+SECTIONS = ("training", "evaluation", "breakdown", "expert", "transcripts", "config")
 
 
 def _unavailable(reason: str) -> None:

@@ -131,7 +131,11 @@ def summary_table(summary: Any) -> Table:
     """Per-family rows and an ``all`` row; 95 % intervals in brackets, errors apart."""
     from a01gym.training import report
 
-    table = Table(title=f"a01gym eval: {summary.agent} on {summary.split}")
+    mode = getattr(summary, "mode", "solo")
+    title = f"a01gym eval: {summary.agent} on {summary.split} ({mode})"
+    if mode != "solo":
+        title += f", {summary.expert_call_rate or 0:.2f} expert calls per episode"
+    table = Table(title=title)
     columns = ("family", "episodes", "errors", "mean reward", "security", "regression", "resolved")
     for column in columns:
         table.add_column(column, justify="right" if column != "family" else "left")
@@ -210,6 +214,14 @@ def eval_command(
         "OPENAI_API_KEY"
     ),
     json_output: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    expert: Annotated[
+        bool,
+        typer.Option(
+            "--expert/--solo",
+            help="Offer ask_expert in every episode (the gateway needs A01GYM_EXPERT__*), to "
+            "compare with a solo run; evaluation is solo by default.",
+        ),
+    ] = False,
 ) -> None:
     """Evaluate an agent over a split through the OpenEnv client."""
     from a01gym.env import sampler
@@ -273,6 +285,7 @@ def eval_command(
                 concurrency=concurrency,
                 split=split,
                 on_record=write,
+                expert=expert,
             )
         return evaluation.summarise(
             records, agent=agent, split=split, seconds=time.perf_counter() - started

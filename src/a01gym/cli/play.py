@@ -175,6 +175,13 @@ def play_command(
     runs_dir: Annotated[
         Path, typer.Option(help="Where an in-process gateway writes the episode's artifacts.")
     ] = Path("runs/play"),
+    expert: Annotated[
+        bool | None,
+        typer.Option(
+            "--expert/--solo",
+            help="Offer ask_expert (the gateway needs A01GYM_EXPERT__*); default: the gateway's.",
+        ),
+    ] = None,
 ) -> None:
     """Play one episode by hand: read, probe as actors, edit, test, submit."""
     chosen = secrets.randbelow(1_000_000) if seed is None else seed
@@ -186,6 +193,8 @@ def play_command(
     }
     if scenario is not None:
         reset["scenario"] = scenario
+    if expert is not None:
+        reset["expert"] = expert
     if url is None and cache is not None:
         from a01gym.env import sampler
 

@@ -123,8 +123,14 @@ def _missing_sections(task: str, manifest: Manifest, actors: list[models.ActorIn
     return sections
 
 
-def render(bundle: Bundle) -> tuple[str, dict[str, Any]]:
-    """The first observation's ``output`` and ``result`` for ``bundle``."""
+def render(bundle: Bundle, *, expert_section: str = "") -> tuple[str, dict[str, Any]]:
+    """The first observation's ``output`` and ``result`` for ``bundle``.
+
+    Args:
+        bundle: the episode's scenario.
+        expert_section: the text offering ``ask_expert`` when the episode does (its tool is
+            listed only then).
+    """
     manifest = bundle.manifest
     world = FixtureValues(manifest.visible_seed)
     actors = _actor_infos(manifest, world)
@@ -140,6 +146,7 @@ def render(bundle: Bundle) -> tuple[str, dict[str, Any]]:
             f"## Budget and grading\n{budget.max_steps} steps; each file write up to "
             f"{budget.max_write_bytes} bytes; the app restarts after every edit or write. "
             + _GRADING,
+            *([expert_section] if expert_section else []),
         ]
     )
     result = {
@@ -147,7 +154,7 @@ def render(bundle: Bundle) -> tuple[str, dict[str, Any]]:
         "policy": manifest.policy,
         "actors": [a.model_dump() for a in actors],
         "files": files,
-        "tools": list(models.TOOL_NAMES),
+        "tools": [t for t in models.TOOL_NAMES if expert_section or t != "ask_expert"],
         "budget": {"max_steps": budget.max_steps, "max_write_bytes": budget.max_write_bytes},
         "scenario": manifest.content_hash,
     }

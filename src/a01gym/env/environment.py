@@ -2,220 +2,38 @@
 
 :class:`A01Environment` is what the gateway holds per session. ``reset`` asks the
 :class:`~a01gym.env.sampler.CurriculumSampler` for a scenario, loads its workspace into a
-sandbox from the shared :class:`EnvRuntime`'s backend, starts the app, seeds the agent's
-(visible) world and answers with :mod:`a01gym.env.briefing`'s first observation. Each
-``step`` validates one action and runs it through :mod:`a01gym.env.tools`. The terminal step
-(``submit``, or the budget running out) takes the episode's changed files, overlays them on
-the pristine workspace, has :func:`a01gym.sandbox.verification.verify` grade them on a
-*fresh* sandbox with a re-randomised world, and turns the report into a reward with
-:mod:`a01gym.env.reward`. Until then no observation carries a reward; after it every step is
-refused.
+sandbox from the shared :class:`~a01gym.env.runtime.EnvRuntime`'s backend, starts the app, seeds
+the agent's (visible) world and answers with :mod:`a01gym.env.briefing`'s first observation.
+Each ``step`` validates one action and dispatches it: workspace and app tools to
+:mod:`a01gym.env.tools` in the sandbox, ``ask_expert`` to :mod:`a01gym.env.experttool` on this
+side, ``submit`` (or the budget running out) to :mod:`a01gym.env.grading`. Until the terminal
+step no observation carries a reward; after it every step is refused.
 
-If the episode's sandbox dies, the environment replaces it once, replaying the agent's file
-changes (kept here as an overlay), and tells the agent; if that fails too the episode ends
-and whatever the agent changed is graded.
+If the episode's sandbox dies, :mod:`a01gym.env.recovery` replaces it once, replaying the
+agent's file changes (kept here as an overlay); if that fails too the episode ends and whatever
+the agent changed is graded. The episode's data types live in :mod:`a01gym.env.episode`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import difflib
-import json
 import logging
 import secrets
 import time
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
-from a01gym import config
-from a01gym.env import briefing, models, reward, tools, warm
-from a01gym.env.logger import (
-    AGENT_PATTERN,
-    EPISODE_ID_PATTERN,
-    EpisodeLog,
-    RunLogger,
-    verification_document,
-)
-from a01gym.env.sampler import CurriculumSampler
-from a01gym.env.warm import WarmSpares
-from a01gym.errors import EpisodeError, SandboxCapacityError, SandboxError
-from a01gym.sandbox import protocol, verification
-from a01gym.sandbox.backend import BackgroundReleases, Sandbox, SandboxBackend
-from a01gym.scenario.bundle import Bundle
-from a01gym.scenario.manifest import Patch
+from a01gym.env import briefing, experttool, grading, models, recovery, tools, warm
+from a01gym.env.episode import Episode, ResetParams, StepOutcome, note_ignored
+from a01gym.env.logger import verification_document
+from a01gym.env.runtime import EnvRuntime
+from a01gym.errors import ConfigError, EpisodeError, SandboxCapacityError, SandboxError
 
 __all__ = ["A01Environment", "EnvRuntime", "ResetParams", "StepOutcome", "note_ignored"]
 
 logger = logging.getLogger(__name__)
-
-
-class ResetParams(BaseModel):
-    """Keyword arguments ``reset`` uses.
-
-    Others are ignored, as OpenEnv's server ignores what ``reset`` does not take, but
-    :meth:`parse` names them and :func:`note_ignored` puts them in the reset observation, so a
-    typo (``famly=``) stays visible instead of silently sampling from every family.
-    """
-
-    model_config = ConfigDict(extra="forbid")
-
-    seed: int | None = Field(None, ge=0, le=2**63 - 1)
-    episode_id: str | None = Field(None, pattern=EPISODE_ID_PATTERN.pattern)
-    agent: str | None = Field(
-        None,
-        pattern=AGENT_PATTERN.pattern,
-        description="Who plays (e.g. 'noop', 'human'); kept in the episode's artifacts.",
-    )
-    scenario: str | None = Field(None, min_length=8, max_length=128)
-    split: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$")
-    family: str | None = Field(None, max_length=64)
-    difficulty: str | None = Field(None, max_length=32)
-
-    @classmethod
-    def parse(cls, kwargs: dict[str, Any]) -> tuple[ResetParams, list[str]]:
-        """The known arguments, validated, and the sorted names of the ignored ones.
-
-        Raises:
-            ValidationError: for a known argument with a bad value.
-        """
-        known = {k: v for k, v in kwargs.items() if k in cls.model_fields}
-        ignored = sorted(str(k)[:64] for k in kwargs if k not in cls.model_fields)
-        return cls.model_validate(known), ignored[:_MAX_IGNORED]
-
-
-_MAX_IGNORED = 20
-
-
-def note_ignored(outcome: StepOutcome, ignored: list[str]) -> StepOutcome:
-    """``outcome`` with the ignored reset arguments named: a first line in ``output`` and
-    ``ignored_args`` in ``result``."""
-    if not ignored:
-        return outcome
-    observation = outcome.observation
-    line = (
-        f"Note: reset ignored unknown arguments {', '.join(ignored)}; "
-        f"it takes {', '.join(ResetParams.model_fields)}."
-    )
-    result = observation.result
-    if isinstance(result, dict):
-        result = {**result, "ignored_args": ignored}
-    observation = observation.model_copy(
-        update={"output": f"{line}\n\n{observation.output}", "result": result}
-    )
-    return dataclasses.replace(outcome, observation=observation)
-
-
-@dataclasses.dataclass
-class StepOutcome:
-    """One reply: the observation plus the envelope's ``reward`` and ``done``."""
-
-    observation: models.A01Observation
-    reward: float | None = None
-    done: bool = False
-
-    def wire(self) -> dict[str, Any]:
-        """OpenEnv's ``{"observation", "reward", "done"}`` payload."""
-        return {
-            "observation": self.observation.model_dump(mode="json", by_alias=True),
-            "reward": self.reward,
-            "done": self.done,
-        }
-
-
-@dataclasses.dataclass
-class EnvRuntime:
-    """What every session shares: sandboxes, scenarios, logs and cached route baselines."""
-
-    backend: SandboxBackend
-    sampler: CurriculumSampler
-    logger: RunLogger = dataclasses.field(default_factory=lambda: RunLogger(None))
-    default_split: str = "train"
-    routes: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
-    spares: WarmSpares | None = None
-    grading: config.GradingSettings = dataclasses.field(
-        default_factory=lambda: config.get_settings().grading
-    )
-    releases: BackgroundReleases = dataclasses.field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        self.releases = BackgroundReleases(self.backend)
-
-    async def release_later(self, sandbox: Sandbox) -> None:
-        """Release ``sandbox`` in the background: a terminal step need not wait for the
-        teardown of sandboxes it is done with. :meth:`close` waits for them."""
-        self.releases.release_later(sandbox)
-
-    async def close(self) -> None:
-        """Finish background releases and release the warm spares (the backend is closed by
-        whoever started it)."""
-        await self.releases.drain()
-        if self.spares is not None:
-            await self.spares.close()
-
-
-@dataclasses.dataclass
-class _Episode:
-    episode_id: str
-    bundle: Bundle
-    split: str
-    seed: int
-    sandbox: Sandbox | None
-    log: EpisodeLog | None
-    phase: models.Phase = models.Phase.EXPLORE
-    step_count: int = 0
-    invalid_actions: int = 0
-    overlay: dict[str, str] = dataclasses.field(default_factory=dict)
-    history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    done: bool = False
-    reward: float | None = None
-    recovered: bool = False
-
-    @property
-    def max_steps(self) -> int:
-        return self.bundle.manifest.budget.max_steps
-
-    @property
-    def steps_left(self) -> int:
-        return max(0, self.max_steps - self.step_count)
-
-
-def _routes(body: str) -> frozenset[str] | None:
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return None
-    if not isinstance(document, dict) or not isinstance(document.get("paths"), dict):
-        return None
-    return frozenset(
-        f"{method.upper()} {path}"
-        for path, item in document["paths"].items()
-        if isinstance(item, dict)
-        for method in item
-    )
-
-
-async def _fetch_routes(sandbox: Sandbox) -> frozenset[str] | None:
-    try:
-        response = await sandbox.client.request(
-            protocol.ProxyRequest(method="GET", path="/openapi.json", timeout_s=5.0)
-        )
-    except Exception as exc:  # best effort: no routes means no removed-route check
-        logger.debug("route listing failed: %s", exc)
-        return None
-    return _routes(response.body) if response.status == 200 else None
-
-
-def _fresh_seed(avoid: int) -> int:
-    while (seed := secrets.randbelow(2**31 - 1) + 1) == avoid:
-        pass
-    return seed
-
-
-def _is_cache(path: str) -> bool:
-    return "__pycache__/" in path or path.endswith((".pyc", ".pyo"))
 
 
 class A01Environment:
@@ -223,7 +41,7 @@ class A01Environment:
 
     def __init__(self, runtime: EnvRuntime) -> None:
         self.runtime = runtime
-        self._episode: _Episode | None = None
+        self._episode: Episode | None = None
         self._lock = asyncio.Lock()
         self._closed = False
 
@@ -246,6 +64,7 @@ class A01Environment:
             ValidationError: for a known keyword argument with a bad value.
             ScenarioError: when no scenario matches the filters.
             SandboxError: when no sandbox could be prepared.
+            ConfigError: when the reset asks for the expert and none is configured.
         """
         params, ignored = ResetParams.parse(kwargs)
         async with self._lock:
@@ -317,8 +136,24 @@ class A01Environment:
             await self._abandon()
 
     # -- reset -------------------------------------------------------------------------------
+    def _expert_calls(self, params: ResetParams) -> int:
+        """Questions this episode may ask: 0 unless the reset (or the settings) offer it."""
+        settings = self.runtime.expert_settings
+        wanted = settings.enabled if params.expert is None else params.expert
+        if not wanted:
+            return 0
+        if self.runtime.expert is None:
+            raise ConfigError(
+                "expert",
+                "reset asked for the expert, but this gateway has no expert endpoint",
+                hint="set A01GYM_EXPERT__BASE_URL and A01GYM_EXPERT__MODEL on the gateway, "
+                "or reset with expert=false",
+            )
+        return settings.max_calls
+
     async def _reset(self, params: ResetParams) -> StepOutcome:
         started = time.perf_counter()
+        expert_calls = self._expert_calls(params)
         seed = params.seed if params.seed is not None else secrets.randbelow(2**31)
         split = params.split or self.runtime.default_split
         sampler = self.runtime.sampler
@@ -342,18 +177,22 @@ class A01Environment:
         if sandbox is None:
             sandbox = await warm.prepare(self.runtime.backend, bundle)
         if digest not in self.runtime.routes:
-            routes = await _fetch_routes(sandbox)
+            routes = await grading.fetch_routes(sandbox)
             if routes is not None:
                 self.runtime.routes[digest] = routes
         episode_id = params.episode_id or uuid.uuid4().hex
-        text, result = briefing.render(bundle)
-        episode = _Episode(
+        section = experttool.briefing_note(expert_calls) if expert_calls else ""
+        text, result = briefing.render(bundle, expert_section=section)
+        result["expert_calls"] = expert_calls
+        episode = Episode(
             episode_id=episode_id,
             bundle=bundle,
             split=entry.split,
             seed=seed,
             sandbox=sandbox,
             log=self.runtime.logger.open(episode_id, scenario=digest, agent=params.agent),
+            briefing=text,
+            expert_calls_allowed=expert_calls,
         )
         self._episode = episode
         observation = models.A01Observation(
@@ -372,28 +211,29 @@ class A01Environment:
                 observation=StepOutcome(observation).wire()["observation"],
             )
         logger.info(
-            "episode %s started on scenario %s", episode_id, bundle.manifest.content_hash[:12]
+            "episode %s started on scenario %s (expert questions: %d)",
+            episode_id,
+            digest[:12],
+            expert_calls,
         )
         return StepOutcome(observation)
 
     # -- steps -------------------------------------------------------------------------------
     def _reply(
         self,
-        episode: _Episode | None,
+        episode: Episode | None,
         outcome: tools.ToolOutcome,
         tool: str | None,
         *,
         done: bool = False,
     ) -> StepOutcome:
-        phase = episode.phase if episode else models.Phase.EXPLORE
-        steps_left = episode.steps_left if episode else 0
         observation = models.A01Observation(
             tool=tool,
             output=outcome.output,
             result=outcome.result,
             error=outcome.error,
-            phase=phase,
-            steps_left=steps_left,
+            phase=episode.phase if episode else models.Phase.EXPLORE,
+            steps_left=episode.steps_left if episode else 0,
         )
         return StepOutcome(observation, None, done)
 
@@ -428,10 +268,12 @@ class A01Environment:
             )
         elif isinstance(action, models.Submit):
             return await self._terminal(episode, raw, tools.ToolOutcome("submitted"), started)
+        elif isinstance(action, models.AskExpert):
+            outcome = await experttool.ask_expert(self.runtime, episode, action)
         else:
             try:
                 outcome = await self._run(episode, action)
-            except _EndEpisode as exc:
+            except recovery.EndEpisode as exc:
                 failure = tools.ToolOutcome.fail(
                     models.ErrorCode.SANDBOX_LOST, f"{exc}; the episode ends and is graded as is"
                 )
@@ -446,6 +288,8 @@ class A01Environment:
                 "error": outcome.error and outcome.error.code,
             }
         )
+        if episode.expert_enabled:  # what the expert is shown of the episode so far
+            episode.transcript.append((raw, outcome.output))
         if episode.steps_left == 0:
             outcome.output += "\n\nThe step budget is used up; the episode is being graded."
             return await self._terminal(episode, raw, outcome, started)
@@ -454,17 +298,18 @@ class A01Environment:
         return reply
 
     def _advance_phase(
-        self, episode: _Episode, action: BaseModel | None, outcome: tools.ToolOutcome
+        self, episode: Episode, action: BaseModel | None, outcome: tools.ToolOutcome
     ) -> None:
         if outcome.changed_files:
             episode.phase = models.Phase.PATCH
+            episode.last_change_step = episode.step_count
         elif isinstance(action, models.RunTests | models.HttpRequest) and episode.phase in (
             models.Phase.PATCH,
             models.Phase.VERIFY,
         ):
             episode.phase = models.Phase.VERIFY
 
-    async def _run(self, episode: _Episode, action: BaseModel) -> tools.ToolOutcome:
+    async def _run(self, episode: Episode, action: BaseModel) -> tools.ToolOutcome:
         ctx = tools.ToolContext(
             bundle=episode.bundle, max_write_bytes=episode.bundle.manifest.budget.max_write_bytes
         )
@@ -484,107 +329,34 @@ class A01Environment:
             )
         except SandboxError as exc:
             logger.warning("episode %s: sandbox failed: %s", episode.episode_id, exc)
-            return await self._recover(episode, exc)
+            return await recovery.replace_sandbox(self.runtime, episode, exc)
 
-    async def _remember(self, episode: _Episode, action: BaseModel) -> None:
+    async def _remember(self, episode: Episode, action: BaseModel) -> None:
         assert episode.sandbox is not None
         if isinstance(action, models.WriteFile):
             episode.overlay[action.path] = action.content
         elif isinstance(action, models.EditFile):
             episode.overlay[action.path] = await episode.sandbox.client.read_file(action.path)
 
-    async def _recover(self, episode: _Episode, exc: SandboxError) -> tools.ToolOutcome:
-        old, episode.sandbox = episode.sandbox, None
-        if old is not None:
-            await self.runtime.releases.release(old)
-        if episode.recovered:
-            raise _EndEpisode(f"the sandbox failed again ({exc})")
-        episode.recovered = True
-        try:
-            sandbox = await self.runtime.backend.acquire()
-        except SandboxError as again:
-            raise _EndEpisode(
-                f"the sandbox failed and no replacement was available ({again})"
-            ) from again
-        try:
-            files = episode.bundle.patched_workspace(Patch(files=dict(episode.overlay)))
-            app = await sandbox.client.load_workspace(
-                files, entrypoint=episode.bundle.manifest.entrypoint, start=True
-            )
-            if app.state is protocol.AppState.RUNNING:
-                await tools.seed_visible_world(sandbox.client, episode.bundle)
-        except SandboxError as again:
-            await self.runtime.releases.release(sandbox)
-            raise _EndEpisode(f"the replacement sandbox failed too ({again})") from again
-        episode.sandbox = sandbox
-        return tools.ToolOutcome.fail(
-            models.ErrorCode.SANDBOX_LOST,
-            "the sandbox stopped responding and was replaced; your file changes were kept and "
-            "the database was re-seeded. Retry the action.",
-        )
-
     # -- terminal ----------------------------------------------------------------------------
     async def _terminal(
-        self, episode: _Episode, raw: Any, outcome: tools.ToolOutcome, started: float
+        self, episode: Episode, raw: Any, outcome: tools.ToolOutcome, started: float
     ) -> StepOutcome:
         episode.done = True
         episode.phase = models.Phase.DONE
-        manifest, hidden = episode.bundle.manifest, episode.bundle.hidden
-        grading = self.runtime.grading
-        deadline = asyncio.get_running_loop().time() + grading.deadline_s
-        changes: dict[str, str | None] = dict(episode.overlay)
-        routes: asyncio.Task[list[str]] | None = None
-        sandbox, episode.sandbox = episode.sandbox, None
-        if sandbox is not None:
-            try:
-                async with asyncio.timeout_at(deadline):
-                    changes.update(await sandbox.client.changes())
-            except (SandboxError, TimeoutError) as exc:
-                # The overlay still holds every file the agent wrote through its tools.
-                logger.warning("episode %s: could not read changes: %r", episode.episode_id, exc)
-            # Removed routes are looked up on the episode's sandbox while grading runs.
-            baseline = self.runtime.routes.get(manifest.content_hash) if changes else None
-            routes = asyncio.create_task(self._removed_routes(sandbox, baseline, deadline))
-        changes = {p: c for p, c in changes.items() if not _is_cache(p)}
-        files = episode.bundle.patched_workspace(Patch(files=changes))
-        report: verification.Verification | None = None
-        spares = self.runtime.spares
-        try:
-            report = await verification.verify(
-                self.runtime.backend,
-                episode.bundle,
-                files,
-                seed=_fresh_seed(manifest.visible_seed),
-                release=self.runtime.release_later,
-                started=spares.take(manifest.content_hash, warm.Kind.GRADING) if spares else None,
-                deadline_s=max(deadline - asyncio.get_running_loop().time(), 0.001),
-                request_timeout_s=grading.request_timeout_s,
-            )
-            breakdown = reward.breakdown(
-                report,
-                manifest.reward,
-                hidden.labels,
-                invalid_actions=episode.invalid_actions,
-                steps_used=episode.step_count,
-                removed_routes=await routes if routes is not None else (),
-            )
-        except SandboxError as exc:
-            if routes is not None:
-                await routes
-            logger.error("episode %s: grading failed: %s", episode.episode_id, exc)
-            breakdown = reward.failed_breakdown(
-                manifest.reward,
-                hidden.labels,
-                invalid_actions=episode.invalid_actions,
-                steps_used=episode.step_count,
-                error=f"grading could not run: {exc}",
-            )
+        graded = await grading.grade(self.runtime, episode)
+        breakdown = graded.breakdown
         episode.reward = breakdown.reward
         verdict = "resolved" if breakdown.resolved else "not resolved"
         outcome.output += (
             f"\n\nEpisode over: {verdict}. reward {breakdown.reward:.3f} "
             f"(security {breakdown.security:.2f}, regression {breakdown.regression:.2f})"
         )
+        if breakdown.shaping.expert_offered:
+            outcome.output += (
+                f"; expert shaping {breakdown.shaping.total:+.3f} (reported apart, "
+                "not part of the reward)"
+            )
         observation = models.A01Observation(
             tool=raw.get("tool") if isinstance(raw, dict) else None,
             output=outcome.output,
@@ -597,7 +369,6 @@ class A01Environment:
         reply = StepOutcome(observation, breakdown.reward, True)
         self._log_step(episode, raw, reply, started)
         if episode.log is not None:
-            diff = _diff(episode.bundle, changes)
             episode.log.finish(
                 summary={
                     "split": episode.split,
@@ -605,10 +376,13 @@ class A01Environment:
                     "steps": episode.step_count,
                     "reward": breakdown.reward,
                     "reward_breakdown": breakdown.model_dump(mode="json"),
-                    "files_changed": sorted(changes),
+                    "shaping": breakdown.shaping.model_dump(mode="json"),
+                    "files_changed": sorted(graded.changes),
                 },
-                diff=diff,
-                verification=verification_document(report) if report is not None else None,
+                diff=grading.unified_diff(episode.bundle, graded.changes),
+                verification=verification_document(graded.report)
+                if graded.report is not None
+                else None,
             )
             episode.log = None
         logger.info(
@@ -616,23 +390,7 @@ class A01Environment:
         )
         return reply
 
-    async def _removed_routes(
-        self, sandbox: Sandbox, baseline: frozenset[str] | None, deadline: float
-    ) -> list[str]:
-        """Routes of ``baseline`` (the original app's) the episode's app no longer serves, by
-        the grading deadline (best effort); then the episode's sandbox is released."""
-        try:
-            if baseline is None:
-                return []
-            async with asyncio.timeout_at(deadline):
-                current = await _fetch_routes(sandbox)
-            return sorted(baseline - current) if current is not None else []
-        except TimeoutError:
-            return []
-        finally:
-            await self.runtime.release_later(sandbox)
-
-    def _log_step(self, episode: _Episode, raw: Any, reply: StepOutcome, started: float) -> None:
+    def _log_step(self, episode: Episode, raw: Any, reply: StepOutcome, started: float) -> None:
         if episode.log is not None:
             episode.log.step(
                 index=episode.step_count,
@@ -652,23 +410,3 @@ class A01Environment:
         if episode.log is not None:
             episode.log.close()
             episode.log = None
-
-
-class _EndEpisode(Exception):
-    """Raised inside a step when the episode cannot go on; the step grades it instead."""
-
-
-def _diff(bundle: Bundle, changes: dict[str, str | None]) -> str:
-    chunks: list[str] = []
-    for path, content in sorted(changes.items()):
-        before = bundle.workspace.get(path, b"").decode(errors="replace").splitlines(keepends=True)
-        after = (content or "").splitlines(keepends=True)
-        chunks.extend(
-            difflib.unified_diff(
-                before,
-                after,
-                fromfile=f"a/{path}" if path in bundle.workspace else "/dev/null",
-                tofile=f"b/{path}" if content is not None else "/dev/null",
-            )
-        )
-    return "".join(chunks)

@@ -21,6 +21,7 @@ __all__ = [
     "A01Action",
     "A01Observation",
     "ActorInfo",
+    "AskExpert",
     "EditFile",
     "EpisodeState",
     "ErrorCode",
@@ -32,6 +33,7 @@ __all__ = [
     "ReadFile",
     "RewardBreakdown",
     "RewardPenalties",
+    "RewardShaping",
     "RunTests",
     "Search",
     "Submit",
@@ -105,6 +107,17 @@ class RunTests(_Wire):
     tool: Literal["run_tests"]
 
 
+class AskExpert(_Wire):
+    """Ask a stronger model for advice (only in episodes that offer it; a few calls at most).
+
+    The expert sees what you see: the task, the policy, the files as you left them, the visible
+    tests and your steps so far.
+    """
+
+    tool: Literal["ask_expert"]
+    question: str = Field(min_length=1, max_length=2000)
+
+
 class Submit(_Wire):
     """End the episode: the current workspace is graded by the hidden tests."""
 
@@ -112,7 +125,15 @@ class Submit(_Wire):
 
 
 A01Action = Annotated[
-    ListFiles | ReadFile | Search | HttpRequest | EditFile | WriteFile | RunTests | Submit,
+    ListFiles
+    | ReadFile
+    | Search
+    | HttpRequest
+    | EditFile
+    | WriteFile
+    | RunTests
+    | AskExpert
+    | Submit,
     Field(discriminator="tool"),
 ]
 """One step's action; ``tool`` selects the variant."""
@@ -127,6 +148,7 @@ TOOL_NAMES: tuple[str, ...] = (
     "edit_file",
     "write_file",
     "run_tests",
+    "ask_expert",
     "submit",
 )
 
@@ -161,6 +183,9 @@ class ErrorCode(enum.StrEnum):
     NO_EPISODE = "no_episode"
     EPISODE_DONE = "episode_done"
     VERIFICATION_FAILED = "verification_failed"
+    EXPERT_OFF = "expert_off"
+    EXPERT_BUDGET = "expert_budget"
+    EXPERT_UNAVAILABLE = "expert_unavailable"
 
 
 class ErrorInfo(_Wire):
@@ -204,6 +229,22 @@ class RewardPenalties(_Wire):
     steps: float = 0.0
 
 
+class RewardShaping(_Wire):
+    """Expert-related shaping, reported beside the reward and never part of it.
+
+    ``reward`` and ``score`` (security x regression) are the same whether or not the expert was
+    offered; a trainer that wants shaping adds ``total`` itself (``a01gym train`` does). Every
+    component is zero when the episode did not offer the expert.
+    """
+
+    expert_offered: bool = False
+    expert_calls: int = 0
+    solo_bonus: float = 0.0
+    recovery_bonus: float = 0.0
+    blind_call_penalty: float = 0.0
+    total: float = Field(0.0, description="solo_bonus + recovery_bonus - blind_call_penalty.")
+
+
 class RewardBreakdown(_Wire):
     """How the terminal reward was made. Only ever present on the terminal observation."""
 
@@ -232,6 +273,7 @@ class RewardBreakdown(_Wire):
         "grading deadline passed (tests not run count as not passed). Null if it could not run.",
     )
     error: str | None = Field(None, description="Set when grading itself could not run.")
+    shaping: RewardShaping = Field(default_factory=RewardShaping)
 
 
 class A01Observation(_Wire):

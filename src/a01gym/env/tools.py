@@ -5,7 +5,8 @@ and returns a :class:`ToolOutcome`: text for an LLM, the same content structured
 error code when the action could not do what was asked. Agent mistakes (bad paths, a
 non-unique edit, an unknown actor) are outcomes, never exceptions; only a sandbox failure
 (:class:`~a01gym.errors.SandboxError`) propagates, so the environment can recover or end the
-episode. ``submit`` is not run here: it is the environment's terminal step.
+episode. ``submit`` is not run here: it is the environment's terminal step, and ``ask_expert``
+is answered on the gateway's side by :mod:`a01gym.env.experttool`.
 
 The same tools are described for MCP by :func:`tool_specs` (name, description, input schema
 derived from the action models), so ``tools/list`` and the ``/schema`` union never drift.
@@ -66,6 +67,7 @@ _ACTION_MODELS: dict[str, type[BaseModel]] = {
     "edit_file": models.EditFile,
     "write_file": models.WriteFile,
     "run_tests": models.RunTests,
+    "ask_expert": models.AskExpert,
     "submit": models.Submit,
 }
 

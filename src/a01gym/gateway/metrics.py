@@ -24,6 +24,9 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 _LATENCY_BUCKETS = (0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 _TOOL_LABELS = frozenset(models.TOOL_NAMES) | {"invalid", "list_tools"}
+_EXPERT_OUTCOMES = frozenset(
+    {"ok", "timeout", "unreachable", "http_error", "bad_response", "off", "budget"}
+)
 
 
 def tool_label(name: object) -> str:
@@ -169,16 +172,63 @@ class GatewayMetrics:
             buckets=(0, 0.25, 0.5, 0.75, 0.99, 1),
             registry=r,
         )
+        self.expert_calls = Counter(
+            "a01gym_expert_calls_total",
+            "ask_expert calls by outcome (off: not offered; budget: no questions left).",
+            ["outcome"],
+            registry=r,
+        )
+        self.expert_seconds = Histogram(
+            "a01gym_expert_call_duration_seconds",
+            "Expert endpoint latency per question (failed ones included).",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.expert_tokens = Counter(
+            "a01gym_expert_tokens_total",
+            "Tokens the expert endpoint reported, by kind.",
+            ["kind"],
+            registry=r,
+        )
+        self.expert_shaping = Counter(
+            "a01gym_expert_shaping_episodes_total",
+            "Graded episodes that offered the expert, by shaping component paid.",
+            ["component"],
+            registry=r,
+        )
         if pool_stats is not None:
             r.register(_PoolCollector(pool_stats, spares))
         if curriculum is not None:
             r.register(_CurriculumCollector(curriculum))
+
+    def _observe_expert(self, result: object) -> None:
+        if not isinstance(result, dict):
+            return
+        outcome = result.get("outcome")
+        if outcome not in _EXPERT_OUTCOMES:
+            return
+        self.expert_calls.labels(outcome).inc()
+        if outcome in ("off", "budget"):
+            return
+        self.expert_seconds.observe(float(result.get("seconds") or 0.0))
+        self.expert_tokens.labels("prompt").inc(int(result.get("prompt_tokens") or 0))
+        self.expert_tokens.labels("completion").inc(int(result.get("completion_tokens") or 0))
+
+    def _observe_shaping(self, shaping: object) -> None:
+        if not isinstance(shaping, dict) or not shaping.get("expert_offered"):
+            return
+        self.expert_shaping.labels("offered").inc()
+        for component in ("solo_bonus", "recovery_bonus", "blind_call_penalty"):
+            if shaping.get(component):
+                self.expert_shaping.labels(component).inc()
 
     def observe_step(self, tool: str, observation: dict[str, object], seconds: float) -> None:
         label = tool_label(tool)
         outcome = "error" if observation.get("error") else "ok"
         self.steps.labels(label, outcome).inc()
         self.step_seconds.labels(label).observe(seconds)
+        if label == "ask_expert":
+            self._observe_expert(observation.get("result"))
         breakdown = observation.get("reward_breakdown")
         if isinstance(breakdown, dict):
             self.episodes.labels("resolved" if breakdown.get("resolved") else "unresolved").inc()
@@ -186,6 +236,7 @@ class GatewayMetrics:
             self.security.observe(float(breakdown.get("security", 0.0)))  # type: ignore[arg-type]
             self.regression.observe(float(breakdown.get("regression", 0.0)))  # type: ignore[arg-type]
             self.verify_seconds.observe(float(breakdown.get("verify_ms", 0.0)) / 1000)  # type: ignore[arg-type]
+            self._observe_shaping(breakdown.get("shaping"))
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

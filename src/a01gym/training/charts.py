@@ -16,7 +16,7 @@ from matplotlib.ticker import MaxNLocator
 
 from a01gym.training import rundata
 
-__all__ = ["breakdown_bars", "family_bars", "training_curves"]
+__all__ = ["breakdown_bars", "expert_curves", "family_bars", "training_curves"]
 
 _DPI = 110
 
@@ -112,4 +112,32 @@ def training_curves(path: Path, metrics: Sequence[Mapping[str, Any]]) -> Path:
     timing.set_title("seconds per step")
     timing.set_xlabel("GRPO step")
     timing.legend(fontsize="small")
+    return _save(figure, path)
+
+
+def expert_curves(path: Path, metrics: Sequence[Mapping[str, Any]]) -> Path:
+    """The expert over training: the share that may ask (by phase), the call rate, and solo vs
+    assisted resolution per GRPO step."""
+
+    def column(key: str) -> list[float | None]:
+        return [None if row.get(key) is None else rundata.as_float(row.get(key)) for row in metrics]
+
+    steps = [int(rundata.as_float(row.get("step", index))) for index, row in enumerate(metrics)]
+    figure = Figure(figsize=(11.0, 3.6), layout="constrained")
+    ratio, resolved = figure.subplots(1, 2)
+    for axes in (ratio, resolved):
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.set_xlabel("GRPO step")
+    ratio.step(steps, column("expert_share"), where="post", label="share that may ask")
+    ratio.plot(steps, column("expert_call_rate"), marker="o", label="expert calls per rollout")
+    for step, row in zip(steps, metrics, strict=True):
+        ratio.annotate(str(row.get("expert_phase") or ""), (step, 1.02), fontsize="x-small")
+    ratio.set_ylim(-0.02, max([1.1, *(v or 0 for v in column("expert_call_rate"))]))
+    ratio.set_title("expert ratio (phase above each step)")
+    ratio.legend(fontsize="small")
+    for key, label in (("solo_resolved_rate", "solo"), ("assisted_resolved_rate", "assisted")):
+        resolved.plot(steps, column(key), marker=".", label=label)
+    resolved.set_ylim(-0.02, 1.02)
+    resolved.set_title("resolved rate")
+    resolved.legend(fontsize="small")
     return _save(figure, path)

@@ -29,6 +29,7 @@ post PATH [as ACTOR] [JSON]     get, post, put, patch, delete, head, options; JS
 edit [PATH]                     replace one exact text in a file (asks for path, old, new)
 write PATH                      create or overwrite a file (asks for the content)
 test                            run the visible tests
+ask QUESTION                    ask the expert (only in episodes that offer it)
 submit                          end the episode and get the hidden grade
 {"tool": ...}                   any raw JSON action
 help                            this text;  quit: leave without submitting
@@ -141,6 +142,10 @@ def parse_command(line: str, ask: Ask) -> Command:
         return Command("action", {"tool": "write_file", "path": args[0], "content": content})
     if verb in ("test", "tests"):
         return Command("action", {"tool": "run_tests"})
+    if verb == "ask":
+        if not rest.strip():
+            raise CommandError("usage: ask QUESTION  (e.g. ask which route misses its check?)")
+        return Command("action", {"tool": "ask_expert", "question": rest.strip()})
     if verb == "submit":
         return Command("action", {"tool": "submit"})
     raise CommandError(f"unknown command {head!r}; type help for the list")

@@ -2,7 +2,8 @@
 
 Sections mirror what a post-training engineer tunes: the model, the LoRA adapter, GRPO (passed
 through to TRL's ``GRPOConfig``, which validates its own fields), the rollouts, the gateway and
-the slice of scenarios, the generation backend, an optional SFT warm start, and Trackio.
+the slice of scenarios, the generation backend, an optional SFT warm start, Trackio, and the
+adaptive expert ratio (:mod:`a01gym.training.expertratio`).
 Unknown keys are errors that name the nearest valid key, so a typo never silently trains with a
 default.
 """
@@ -20,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from a01gym.errors import ConfigError
+from a01gym.training.expertratio import ExpertRatioSettings
 
 __all__ = [
     "GenerationBackend",
@@ -137,6 +139,10 @@ class TrainConfig(_Section):
     vllm_server_url: str | None = None
     sft: SftSettings = Field(default_factory=SftSettings)
     trackio: TrackioSettings = Field(default_factory=TrackioSettings)
+    expert: ExpertRatioSettings = Field(
+        default_factory=ExpertRatioSettings,
+        description="Adaptive share of expert-enabled rollouts per GRPO group (off by default).",
+    )
     grpo: dict[str, Any] = Field(
         default_factory=dict, description="Extra trl.GRPOConfig fields (learning_rate, beta, …)."
     )

@@ -10,6 +10,10 @@ an *error*: it is recorded with ``reward=None`` and counted apart, never as rewa
 or model endpoint that does not answer is fatal (:class:`~a01gym.errors.UnreachableError`):
 a run against nothing must fail in seconds, not print a table of zeros. Statistics come from
 :mod:`a01gym.training.stats`. Nothing here touches the environment except through the client.
+
+Evaluation is solo: every reset says ``expert=false``, whatever the gateway's default, unless a
+caller asks for an expert-assisted run (``expert=True``, ``a01gym eval --expert``) to compare
+against; the summary's ``mode`` says which.
 """
 
 from __future__ import annotations
@@ -85,6 +89,8 @@ class EpisodeRecord:
     seconds: float = 0.0
     error: str | None = None
     breakdown: dict[str, Any] | None = None
+    expert_allowed: bool = False
+    expert_calls: int = 0
     messages: list[dict[str, Any]] | None = dataclasses.field(default=None, repr=False)
 
 
@@ -105,6 +111,8 @@ class EvalSummary:
     resolved_ci: tuple[float, float] | None
     per_family: dict[str, dict[str, Any]]
     seconds: float
+    mode: str = "solo"
+    expert_call_rate: float | None = None
 
 
 def jobs_for(
@@ -158,10 +166,16 @@ async def check_gateway(url: str, *, timeout_s: float = 5.0) -> None:
 
 
 async def run_episode(
-    env: GenericEnvClient, agent: Agent, job: EpisodeJob, *, agent_name: str, split: str
+    env: GenericEnvClient,
+    agent: Agent,
+    job: EpisodeJob,
+    *,
+    agent_name: str,
+    split: str,
+    expert: bool = False,
 ) -> EpisodeRecord:
     """One episode on an open session; a failure is recorded, not raised, unless an endpoint
-    became unreachable (:class:`UnreachableError` ends the run)."""
+    became unreachable (:class:`UnreachableError` ends the run). Solo unless ``expert``."""
     record = EpisodeRecord(
         episode_id=f"{agent_name}-{job.seed}-{secrets.token_hex(4)}",
         agent=agent_name,
@@ -170,9 +184,15 @@ async def run_episode(
         split=split,
         scenario=job.scenario,
         family=job.family,
+        expert_allowed=expert,
     )
     started = time.perf_counter()
-    reset: dict[str, Any] = {"seed": job.seed, "split": split, "agent": agent_name}
+    reset: dict[str, Any] = {
+        "seed": job.seed,
+        "split": split,
+        "agent": agent_name,
+        "expert": expert,
+    }
     if job.scenario is not None:
         reset["scenario"] = job.scenario
     try:
@@ -196,6 +216,7 @@ async def run_episode(
         record.steps = breakdown["steps_used"]
         record.invalid_actions = breakdown["invalid_actions"]
         record.breakdown = breakdown
+        record.expert_calls = int((breakdown.get("shaping") or {}).get("expert_calls", 0))
     except UnreachableError:
         raise
     except Exception as exc:
@@ -218,8 +239,10 @@ async def run_eval(
     concurrency: int = 4,
     split: str = "eval",
     on_record: Callable[[EpisodeRecord], None] | None = None,
+    expert: bool = False,
 ) -> list[EpisodeRecord]:
-    """Play ``jobs`` with ``concurrency`` sessions; records come back in job order.
+    """Play ``jobs`` with ``concurrency`` sessions; records come back in job order. Solo
+    (every reset says ``expert=false``) unless ``expert``.
 
     Raises:
         UnreachableError: when the gateway (or the agent's model endpoint) stops answering;
@@ -244,7 +267,7 @@ async def run_eval(
                 except asyncio.QueueEmpty:
                     return
                 record = await run_episode(
-                    env, make_agent(), job, agent_name=agent_name, split=split
+                    env, make_agent(), job, agent_name=agent_name, split=split, expert=expert
                 )
                 records.append(record)
                 if on_record is not None:
@@ -300,6 +323,7 @@ def summarise(
     """Mean reward and pass rates over completed episodes, overall and per family, with
     95 % intervals (bootstrap for the mean, Wilson for rates); errors counted apart."""
     overall = _rates(records)
+    done = [r for r in records if r.error is None]
     families = sorted({r.family for r in records})
     return EvalSummary(
         agent=agent,
@@ -315,4 +339,6 @@ def summarise(
         resolved_ci=overall["resolved_ci"],
         per_family={f: _rates([r for r in records if r.family == f]) for f in families},
         seconds=round(seconds, 3),
+        mode="assisted" if any(r.expert_allowed for r in records) else "solo",
+        expert_call_rate=round(statistics.fmean(r.expert_calls for r in done), 4) if done else None,
     )

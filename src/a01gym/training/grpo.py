@@ -1,8 +1,12 @@
 """GRPO + LoRA over a gateway: dataset, trainer, metrics, and what lands in the run directory.
 
-The reward is only the environment's terminal reward (``security × regression`` minus penalties,
+The reward is the environment's terminal reward (``security × regression`` minus penalties,
 computed by the gateway's hidden verifier); security, regression, resolution, invalid actions,
-episode length and per-family rates are logged beside it as metrics, never mixed into it.
+episode length and per-family rates are logged beside it as metrics, never mixed into it. With
+``expert.enabled``, an :class:`~a01gym.training.expertratio.ExpertRatio` lets a fading share of
+each group ask the expert, the GRPO reward adds the gateway's expert shaping total (unless
+``expert.shaping_in_reward`` is off), and the step log records solo vs assisted resolution, the
+expert-call rate, the shaping and the ratio's phase.
 
 Run directory::
 
@@ -31,8 +35,16 @@ import yaml
 from a01gym.training import config as train_config
 from a01gym.training import prompting, toolenv
 from a01gym.training import rollout as rollouts
+from a01gym.training.expertratio import ExpertRatio
 
-__all__ = ["StepLog", "build_dataset", "environment_reward", "make_rollout_func", "train"]
+__all__ = [
+    "StepLog",
+    "build_dataset",
+    "environment_reward",
+    "group_sizes",
+    "make_rollout_func",
+    "train",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -71,6 +83,36 @@ def _rate(values: list[float]) -> float:
     return round(statistics.fmean(values), 4) if values else 0.0
 
 
+def _expert_row(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Solo vs expert-assisted resolution, call rate and shaping of one batch."""
+    assisted = [r for r in records if r["expert_allowed"]]
+    solo = [r for r in records if not r["expert_allowed"]]
+
+    def resolved(group: list[dict[str, Any]]) -> float | None:
+        return _rate([float(r["resolved"]) for r in group]) if group else None
+
+    return {
+        "expert_rollout_rate": _rate([float(r["expert_allowed"]) for r in records]),
+        "expert_call_rate": _rate([float(r["expert_calls"]) for r in records]),
+        "expert_calls_per_assisted": _rate([float(r["expert_calls"]) for r in assisted]),
+        "solo_resolved_rate": resolved(solo),
+        "assisted_resolved_rate": resolved(assisted),
+        "shaping_mean": _rate([r["shaping"] for r in records]),
+    }
+
+
+def group_sizes(rows: list[dict[str, Any]]) -> list[int]:
+    """Lengths of the runs of equal consecutive rows: TRL repeats each prompt
+    ``num_generations`` times in a row, so these are the GRPO groups."""
+    sizes: list[int] = []
+    for index, row in enumerate(rows):
+        if index and row == rows[index - 1]:
+            sizes[-1] += 1
+        else:
+            sizes.append(1)
+    return sizes
+
+
 class StepLog:
     """Aggregates each generation batch into ``metrics.jsonl`` / ``rollouts.jsonl`` rows."""
 
@@ -81,7 +123,10 @@ class StepLog:
         self.last_end = time.perf_counter()
         self.rows: list[dict[str, Any]] = []
 
-    def add(self, batch: rollouts.RolloutBatch) -> dict[str, Any]:
+    def add(
+        self, batch: rollouts.RolloutBatch, expert: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """Log one batch; ``expert`` is the ratio's snapshot when the expert is in use."""
         records = [r.record() for r in batch.rollouts]
         now = time.perf_counter()
         step_s = now - self.last_end
@@ -116,6 +161,8 @@ class StepLog:
                 }
                 for key, group in sorted(per_family.items())
             },
+            **_expert_row(records),
+            **(expert or {}),
         }
         with self.metrics_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(row) + "\n")
@@ -154,6 +201,11 @@ def _flat_metrics(row: dict[str, Any]) -> dict[str, float]:
     flat["env/reward_std"] = float(row["reward_std"])
     flat["env/reward_min"], flat["env/reward_max"] = rewards[0], rewards[-1]
     flat["env/reward_median"] = float(statistics.median(rewards))
+    for key, value in row.items():
+        if key.startswith(("expert_", "solo_", "assisted_", "shaping_")) and isinstance(
+            value, int | float
+        ):
+            flat[f"expert/{key}"] = float(value)
     for cell, stats in row["per_family"].items():
         for key in ("reward_mean", "security_rate", "regression_rate"):
             flat[f"family/{cell}/{key}"] = float(stats[key])
@@ -161,12 +213,23 @@ def _flat_metrics(row: dict[str, Any]) -> dict[str, float]:
 
 
 def make_rollout_func(
-    engine: rollouts.RolloutEngine, log: StepLog, settings: train_config.RolloutSettings
+    engine: rollouts.RolloutEngine,
+    log: StepLog,
+    settings: train_config.RolloutSettings,
+    ratio: ExpertRatio | None = None,
+    *,
+    shaping_in_reward: bool = False,
 ) -> Any:
-    """TRL ``rollout_func``: plays the batch in parallel and returns tokens, masks, rewards."""
+    """TRL ``rollout_func``: plays the batch in parallel and returns tokens, masks, rewards.
+
+    With ``ratio``, each group's first rollouts may ask the expert (the rest are solo) and the
+    outcomes move the ratio's phase; ``shaping_in_reward`` adds each episode's shaping total.
+    """
 
     def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, Any]:
         rows = [rollouts.row_from_prompt(prompt) for prompt in prompts]
+        flags = ratio.assign(group_sizes(rows)) if ratio is not None else [False] * len(rows)
+        rows = [{**row, "expert": flag} for row, flag in zip(rows, flags, strict=True)]
         model = trainer.accelerator.unwrap_model(trainer.model)
         policy = rollouts.ModelPolicy(
             model,
@@ -175,14 +238,25 @@ def make_rollout_func(
             temperature=settings.temperature,
         )
         batch = engine.play(policy, rows)
-        row = log.add(batch)
+        snapshot = None
+        if ratio is not None:
+            snapshot = ratio.snapshot()  # the phase these rollouts ran in
+            ratio.observe(
+                (r.session.expert_allowed, bool((r.session.breakdown or {}).get("resolved")))
+                for r in batch.rollouts
+            )
+        row = log.add(batch, snapshot)
         flat = _flat_metrics(row)
+        rewards = [float(r.session.reward or 0.0) for r in batch.rollouts]
+        if shaping_in_reward:
+            shaping = [float(r.session.shaping.get("total", 0.0)) for r in batch.rollouts]
+            rewards = [reward + extra for reward, extra in zip(rewards, shaping, strict=True)]
         return {
             "prompt_ids": [r.prompt_ids for r in batch.rollouts],
             "completion_ids": [r.completion_ids for r in batch.rollouts],
             "env_mask": [r.env_mask for r in batch.rollouts],
             "logprobs": None,
-            "env_reward": [float(r.session.reward or 0.0) for r in batch.rollouts],
+            "env_reward": rewards,
             "a01gym_metrics": [flat] * len(batch.rollouts),
         }
 
@@ -271,6 +345,8 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
         task_type="CAUSAL_LM",
     )
     log = StepLog(out)
+    ratio = ExpertRatio(cfg.expert) if cfg.expert.enabled else None
+    shaping_in_reward = cfg.expert.enabled and cfg.expert.shaping_in_reward
     engine = None
     common: dict[str, Any] = {
         "model": model,
@@ -289,11 +365,19 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
         )
         trainer = GRPOTrainer(
             reward_funcs=[environment_reward],
-            rollout_func=make_rollout_func(engine, log, cfg.rollout),
+            rollout_func=make_rollout_func(
+                engine, log, cfg.rollout, ratio, shaping_in_reward=shaping_in_reward
+            ),
             **common,
         )
     else:
-        toolenv.A01ToolEnv.configure(gateway_url, max_output_chars=cfg.rollout.max_output_chars)
+        toolenv.A01ToolEnv.configure(
+            gateway_url,
+            expert_ratio=ratio,
+            group_size=int(args.num_generations),
+            shaping_in_reward=shaping_in_reward,
+            max_output_chars=cfg.rollout.max_output_chars,
+        )
         trainer = GRPOTrainer(reward_funcs=None, environment_factory=toolenv.A01ToolEnv, **common)
     try:
         trainer.train()

@@ -100,6 +100,20 @@ regression (the score) minus penalties, failing closed.</p>
 {% else %}<p class="note">No graded episodes: no reward breakdown.</p>{% endif %}
 </section>
 
+<section id="expert">
+<h2>Expert</h2>
+{% if expert %}
+<p class="meta">Rollouts that could ask the expert vs solo ones; evaluation is solo unless a run
+says otherwise. Shaping (solo bonus, recovery bonus, blind-call penalty) is reported apart from
+the reward.{% if expert.phase %} The ratio ended in the <strong>{{ expert.phase }}</strong>
+phase.{% endif %}</p>
+{% if expert.image %}<img src="{{ expert.image }}" alt="expert share, call rate and solo vs
+assisted resolution per GRPO step">{% endif %}
+{% if expert.pass.rows %}<h3>Solo vs expert-assisted</h3>{{ table(expert.pass) }}{% endif %}
+{% if expert.steps %}<h3>Expert ratio per GRPO step</h3>{{ table(expert.steps) }}{% endif %}
+{% else %}<p class="note">No rollout or episode in this run could ask the expert.</p>{% endif %}
+</section>
+
 <section id="transcripts">
 <h2>Transcripts</h2>
 {% for t in transcripts %}

@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from a01gym.training import charts, htmlpage, rundata
+from a01gym.training import charts, expertreport, htmlpage, rundata
 
 if TYPE_CHECKING:
     from a01gym.training.eval import EpisodeRecord, EvalSummary
@@ -31,6 +31,7 @@ _SECTIONS = (
     ("training", "Training"),
     ("evaluation", "Evaluation"),
     ("breakdown", "Reward breakdown"),
+    ("expert", "Expert"),
     ("transcripts", "Transcripts"),
     ("config", "Configuration"),
 )
@@ -364,6 +365,7 @@ def write_html_report(
         "evaluation": _evaluation(run, out),
         "comparison": _comparison(run.comparison),
         "breakdown": _breakdown(run, out),
+        "expert": expertreport.expert_section(run, out),
         "transcripts": views,
         "missing_transcripts": missing,
         "config": run.config_text,

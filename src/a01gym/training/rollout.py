@@ -118,6 +118,9 @@ class Rollout:
             "unparsable": self.unparsable,
             "failure": self.session.failure,
             "model_tokens": sum(self.env_mask),
+            "expert_allowed": self.session.expert_allowed,
+            "expert_calls": int(self.session.shaping.get("expert_calls", 0)),
+            "shaping": float(self.session.shaping.get("total", 0.0)),
             "messages": self.messages,
         }
 

@@ -121,6 +121,7 @@ class EpisodeSession:
         self.row: dict[str, Any] = {}
         self.scenario: str | None = None
         self.episode_id: str | None = None
+        self.expert_allowed = False
 
     # -- connection ---------------------------------------------------------------------------
     def _url(self) -> str:
@@ -166,6 +167,9 @@ class EpisodeSession:
         self._clear()
         self.row = dict(row)
         kwargs = {key: row[key] for key in RESET_KEYS if row.get(key) is not None}
+        # Solo unless the row says otherwise (the trainer's expert ratio sets it per rollout),
+        # whatever the gateway's own default.
+        kwargs["expert"] = self.expert_allowed = bool(row.get("expert", False))
         # Named episodes join the gateway's logs to the trainer's records (reports, export).
         kwargs.setdefault("agent", "model")
         kwargs.setdefault(
@@ -243,6 +247,12 @@ class EpisodeSession:
                 except Exception:
                     reconnect = True
                     raise
+
+    @property
+    def shaping(self) -> dict[str, Any]:
+        """The terminal breakdown's expert shaping (zeros before the end or without one)."""
+        shaping = (self.breakdown or {}).get("shaping")
+        return shaping if isinstance(shaping, dict) else {}
 
     def fail(self, reason: str) -> None:
         """End the episode as failed (reward 0), e.g. when it could not even start."""

@@ -10,6 +10,11 @@ a trajectory logged by any agent replays as the same tool calls (see ``trajector
 
 TRL runs these tools one sample after another; ``a01gym train`` drives the same sessions through
 :mod:`a01gym.training.rollout` instead, which overlaps them across the batch.
+
+With an :class:`~a01gym.training.expertratio.ExpertRatio` configured, each reset takes the next
+rollout's "expert allowed" flag from it (groups of ``group_size`` in order, as TRL repeats each
+prompt), and ``get_reward`` reports the outcome back and adds the shaping total if asked to.
+Without one every episode is solo.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 from a01gym.training import session as _session
+from a01gym.training.expertratio import ExpertRatio
 
 __all__ = ["A01ToolEnv"]
 
@@ -25,16 +31,33 @@ class A01ToolEnv:
     """Find and fix the broken access control in a small FastAPI app, then submit."""
 
     _settings: ClassVar[dict[str, Any]] = {}
+    _ratio: ClassVar[ExpertRatio | None] = None
+    _group_size: ClassVar[int] = 1
+    _shaping_in_reward: ClassVar[bool] = False
 
     @classmethod
-    def configure(cls, base_url: str | None = None, **settings: Any) -> None:
+    def configure(
+        cls,
+        base_url: str | None = None,
+        *,
+        expert_ratio: ExpertRatio | None = None,
+        group_size: int = 1,
+        shaping_in_reward: bool = False,
+        **settings: Any,
+    ) -> None:
         """Class-wide :class:`~a01gym.training.session.EpisodeSession` settings for TRL's instances.
 
         Args:
             base_url: The gateway, e.g. ``http://127.0.0.1:8000``.
+            expert_ratio: Decides which rollouts may ask the expert; None: all solo.
+            group_size: Rollouts per GRPO group (TRL's ``num_generations``).
+            shaping_in_reward: Add the terminal ``shaping.total`` to the reward.
             settings: ``max_output_chars``, ``message_timeout_s``, ``reconnect_attempts``.
         """
         cls._settings = {"base_url": base_url, **settings}
+        cls._ratio = expert_ratio
+        cls._group_size = group_size
+        cls._shaping_in_reward = shaping_in_reward
 
     def __init__(self) -> None:
         self.session = _session.EpisodeSession(**self._settings)
@@ -45,11 +68,20 @@ class A01ToolEnv:
 
     def reset(self, **row: Any) -> str:
         """Start the episode for this dataset row; returns the task for the prompt."""
+        if self._ratio is not None:
+            row["expert"] = self._ratio.next_flag(self._group_size)
         return _session.run_sync(self.session.reset(**row))
 
     def get_reward(self) -> float:
-        """The environment's terminal reward (submits first if the model did not)."""
-        return _session.run_sync(self.session.finish())
+        """The environment's terminal reward (submits first if the model did not), plus the
+        expert shaping total when configured."""
+        reward = _session.run_sync(self.session.finish())
+        resolved = bool((self.session.breakdown or {}).get("resolved"))
+        if self._ratio is not None:
+            self._ratio.observe([(self.session.expert_allowed, resolved)])
+        if self._shaping_in_reward:
+            reward += float(self.session.shaping.get("total", 0.0))
+        return reward
 
     def list_files(self) -> str:
         """List every file in the app's workspace with its size."""
@@ -117,6 +149,14 @@ class A01ToolEnv:
     def run_tests(self) -> str:
         """Run the visible tests against the current app."""
         return self._act(tool="run_tests")
+
+    def ask_expert(self, question: str) -> str:
+        """Ask a stronger model for advice; only in episodes that offer it, a few times at most.
+
+        Args:
+            question: What you need to know, e.g. which handler misses its ownership check.
+        """
+        return self._act(tool="ask_expert", question=question)
 
     def submit(self) -> str:
         """End the episode: hidden tests grade the current workspace."""

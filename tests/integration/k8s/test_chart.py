@@ -193,6 +193,33 @@ def test_grpo_job_smoke_writes_to_an_empty_dir_under_the_release_run_name(stack:
     assert volumes["output"] == {"name": "output", "emptyDir": {}}
 
 
+def test_gateway_expert_values_become_settings_and_the_key_comes_from_a_secret(
+    stack: Stack,
+) -> None:
+    def gateway_env(*values: str) -> dict[str, Any]:
+        docs = render_chart(stack.plane.bin_dir / "helm", stack.namespace, *values,
+                            include_crds=False)  # fmt: skip
+        (deployment,) = [
+            d for d in docs if d["kind"] == "Deployment" and "gateway" in d["metadata"]["name"]
+        ]
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+    assert not any(name.startswith("A01GYM_EXPERT__") for name in gateway_env())
+    env = gateway_env(
+        "gateway.expert.baseUrl=http://expert:8001/v1",
+        "gateway.expert.model=big",
+        "gateway.expert.apiKeySecret=expert-key",
+    )
+    assert env["A01GYM_EXPERT__BASE_URL"] == "http://expert:8001/v1"
+    assert env["A01GYM_EXPERT__MODEL"] == "big"
+    assert env["A01GYM_EXPERT__ENABLED"] == "false"  # offered only where a reset asks
+    assert env["A01GYM_EXPERT__MAX_CALLS"] == "3"
+    assert env["A01GYM_EXPERT__API_KEY"] == {
+        "secretKeyRef": {"name": "expert-key", "key": "apiKey"}
+    }
+
+
 @pytest.mark.parametrize(
     ("values", "error"),
     [

@@ -38,7 +38,7 @@ def test_note_ignored_adds_a_first_line_and_a_result_field() -> None:
     first, rest = noted.observation.output.split("\n\n", 1)
     assert first == (
         "Note: reset ignored unknown arguments famly; "
-        "it takes seed, episode_id, agent, scenario, split, family, difficulty."
+        "it takes seed, episode_id, agent, scenario, split, family, difficulty, expert."
     )
     assert rest == "# Task\nfix it"
     assert noted.observation.result == {"task": "fix it", "ignored_args": ["famly"]}

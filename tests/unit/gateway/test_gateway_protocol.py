@@ -14,6 +14,8 @@ from openenv.core.generic_client import GenericEnvClient
 from openenv.core.mcp_client import MCPToolClient
 from websockets.asyncio.client import connect
 
+from a01gym.env import models
+
 
 def _ws(url: str, path: str = "/ws") -> str:
     return url.replace("http://", "ws://") + path
@@ -300,7 +302,7 @@ async def test_mcp_json_rpc_over_http_with_persistent_sessions(echo_gateway: Any
         garbage = (await http.post("/mcp", content=b"{nope")).json()
         assert garbage["error"]["code"] == -32700
         listed = await rpc(http, "tools/list")
-        assert len(listed["result"]["tools"]) == 8
+        assert len(listed["result"]["tools"]) == len(models.TOOL_NAMES)
         no_episode = await rpc(http, "tools/call", name="list_files", arguments={})
         assert no_episode["result"]["data"]["error"]["code"] == "no_episode"
         session = (await rpc(http, "openenv/session/create"))["result"]["session_id"]

@@ -87,3 +87,10 @@ def test_help_and_quit_send_nothing(line: str, kind: str) -> None:
 def test_bad_lines_say_what_to_type(line: str, message: str) -> None:
     with pytest.raises(CommandError, match=message):
         parse_command(line, _no_questions)
+
+
+def test_ask_sends_the_question_to_the_expert() -> None:
+    command = parse_command("ask which route misses its check?", lambda label, multi: "")
+    assert command.action == {"tool": "ask_expert", "question": "which route misses its check?"}
+    with pytest.raises(CommandError, match="usage: ask"):
+        parse_command("ask   ", lambda label, multi: "")

@@ -1,0 +1,152 @@
+"""One episode's bookkeeping and the shapes ``reset`` and ``step`` answer with.
+
+:class:`ResetParams` is what ``reset`` accepts, :class:`StepOutcome` is one reply (observation
+plus OpenEnv's envelope ``reward`` and ``done``), and :class:`Episode` is the mutable state the
+environment (:mod:`a01gym.env.environment`), grading (:mod:`a01gym.env.grading`) and sandbox
+recovery (:mod:`a01gym.env.recovery`) share while an episode runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from a01gym.env import models
+from a01gym.env.logger import AGENT_PATTERN, EPISODE_ID_PATTERN, EpisodeLog
+from a01gym.sandbox.backend import Sandbox
+from a01gym.scenario.bundle import Bundle
+
+__all__ = ["Episode", "ExpertCall", "ResetParams", "StepOutcome", "note_ignored"]
+
+_MAX_IGNORED = 20
+
+
+class ResetParams(BaseModel):
+    """Keyword arguments ``reset`` uses.
+
+    Others are ignored, as OpenEnv's server ignores what ``reset`` does not take, but
+    :meth:`parse` names them and :func:`note_ignored` puts them in the reset observation, so a
+    typo (``famly=``) stays visible instead of silently sampling from every family.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    seed: int | None = Field(None, ge=0, le=2**63 - 1)
+    episode_id: str | None = Field(None, pattern=EPISODE_ID_PATTERN.pattern)
+    agent: str | None = Field(
+        None,
+        pattern=AGENT_PATTERN.pattern,
+        description="Who plays (e.g. 'noop', 'human'); kept in the episode's artifacts.",
+    )
+    scenario: str | None = Field(None, min_length=8, max_length=128)
+    split: str | None = Field(None, pattern=r"^[a-z0-9_-]{1,32}$")
+    family: str | None = Field(None, max_length=64)
+    difficulty: str | None = Field(None, max_length=32)
+    expert: bool | None = Field(
+        None,
+        description="Offer ask_expert in this episode; null follows the gateway's "
+        "expert.enabled setting. True needs an expert endpoint configured.",
+    )
+
+    @classmethod
+    def parse(cls, kwargs: dict[str, Any]) -> tuple[ResetParams, list[str]]:
+        """The known arguments, validated, and the sorted names of the ignored ones.
+
+        Raises:
+            ValidationError: for a known argument with a bad value.
+        """
+        known = {k: v for k, v in kwargs.items() if k in cls.model_fields}
+        ignored = sorted(str(k)[:64] for k in kwargs if k not in cls.model_fields)
+        return cls.model_validate(known), ignored[:_MAX_IGNORED]
+
+
+@dataclasses.dataclass
+class StepOutcome:
+    """One reply: the observation plus the envelope's ``reward`` and ``done``."""
+
+    observation: models.A01Observation
+    reward: float | None = None
+    done: bool = False
+
+    def wire(self) -> dict[str, Any]:
+        """OpenEnv's ``{"observation", "reward", "done"}`` payload."""
+        return {
+            "observation": self.observation.model_dump(mode="json", by_alias=True),
+            "reward": self.reward,
+            "done": self.done,
+        }
+
+
+def note_ignored(outcome: StepOutcome, ignored: list[str]) -> StepOutcome:
+    """``outcome`` with the ignored reset arguments named: a first line in ``output`` and
+    ``ignored_args`` in ``result``."""
+    if not ignored:
+        return outcome
+    observation = outcome.observation
+    line = (
+        f"Note: reset ignored unknown arguments {', '.join(ignored)}; "
+        f"it takes {', '.join(ResetParams.model_fields)}."
+    )
+    result = observation.result
+    if isinstance(result, dict):
+        result = {**result, "ignored_args": ignored}
+    observation = observation.model_copy(
+        update={"output": f"{line}\n\n{observation.output}", "result": result}
+    )
+    return dataclasses.replace(outcome, observation=observation)
+
+
+@dataclasses.dataclass(frozen=True)
+class ExpertCall:
+    """When the agent asked the expert, and what came before: what reward shaping reads."""
+
+    step: int
+    explored_steps: int
+    after_error: bool
+    steps_since_change: int
+    answered: bool
+
+
+@dataclasses.dataclass
+class Episode:
+    """A running episode: its scenario, sandbox, counters, file overlay and history."""
+
+    episode_id: str
+    bundle: Bundle
+    split: str
+    seed: int
+    sandbox: Sandbox | None
+    log: EpisodeLog | None
+    briefing: str = ""
+    expert_calls_allowed: int = 0
+    phase: models.Phase = models.Phase.EXPLORE
+    step_count: int = 0
+    invalid_actions: int = 0
+    overlay: dict[str, str] = dataclasses.field(default_factory=dict)
+    history: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    transcript: list[tuple[Any, str]] = dataclasses.field(default_factory=list)
+    expert_calls: list[ExpertCall] = dataclasses.field(default_factory=list)
+    last_change_step: int = 0
+    done: bool = False
+    reward: float | None = None
+    recovered: bool = False
+
+    @property
+    def max_steps(self) -> int:
+        return self.bundle.manifest.budget.max_steps
+
+    @property
+    def steps_left(self) -> int:
+        return max(0, self.max_steps - self.step_count)
+
+    @property
+    def expert_enabled(self) -> bool:
+        return self.expert_calls_allowed > 0
+
+    @property
+    def expert_calls_left(self) -> int:
+        """Questions left: only answered ones use the budget."""
+        answered = sum(call.answered for call in self.expert_calls)
+        return max(0, self.expert_calls_allowed - answered)

@@ -1,0 +1,60 @@
+"""What every session's environment shares: sandboxes, scenarios, logs, grading bounds, expert.
+
+One :class:`EnvRuntime` per gateway process; each :class:`~a01gym.env.environment.A01Environment`
+(one per session) holds a reference to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from a01gym import config
+from a01gym.env.expert import ExpertService
+from a01gym.env.logger import RunLogger
+from a01gym.env.sampler import CurriculumSampler
+from a01gym.env.warm import WarmSpares
+from a01gym.expert_settings import ExpertSettings
+from a01gym.sandbox.backend import BackgroundReleases, Sandbox, SandboxBackend
+
+__all__ = ["EnvRuntime"]
+
+
+@dataclasses.dataclass
+class EnvRuntime:
+    """What every session shares: sandboxes, scenarios, logs and cached route baselines, and
+    the expert endpoint when one is configured (``expert`` is None otherwise)."""
+
+    backend: SandboxBackend
+    sampler: CurriculumSampler
+    logger: RunLogger = dataclasses.field(default_factory=lambda: RunLogger(None))
+    default_split: str = "train"
+    routes: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    spares: WarmSpares | None = None
+    grading: config.GradingSettings = dataclasses.field(
+        default_factory=lambda: config.get_settings().grading
+    )
+    expert_settings: ExpertSettings = dataclasses.field(
+        default_factory=lambda: config.get_settings().expert
+    )
+    releases: BackgroundReleases = dataclasses.field(init=False, repr=False)
+    expert: ExpertService | None = dataclasses.field(init=False, repr=False, default=None)
+
+    def __post_init__(self) -> None:
+        self.expert_settings.check()
+        self.releases = BackgroundReleases(self.backend)
+        if self.expert_settings.configured:
+            self.expert = ExpertService(self.expert_settings)
+
+    async def release_later(self, sandbox: Sandbox) -> None:
+        """Release ``sandbox`` in the background: a terminal step need not wait for the
+        teardown of sandboxes it is done with. :meth:`close` waits for them."""
+        self.releases.release_later(sandbox)
+
+    async def close(self) -> None:
+        """Finish background releases, release the warm spares and close the expert's
+        connections (the backend is closed by whoever started it)."""
+        await self.releases.drain()
+        if self.spares is not None:
+            await self.spares.close()
+        if self.expert is not None:
+            await self.expert.close()
