@@ -224,6 +224,12 @@ class GatewaySettings(BaseModel):
         None,
         description="Scenario source: a factory cache directory, or a directory of bundles.",
     )
+    cache_wait_s: float = Field(
+        0.0,
+        ge=0,
+        description="How long `a01gym serve` waits for an empty or missing scenario cache to "
+        "fill (say, while the chart's factory Job builds it) before it gives up; 0: fail at once.",
+    )
     weights: Path | None = Field(None, description="Curriculum weights file (JSON or YAML).")
     split: str = Field("train", description="Split sampled when reset names none.")
     runs_dir: Path | None = Field(
@@ -351,6 +357,12 @@ class OperatorSettings(BaseModel):
     metrics_host: str = Field("0.0.0.0", description="Prometheus bind address.")
     liveness_endpoint: str | None = Field(
         None, description="kopf liveness endpoint, e.g. http://0.0.0.0:8081/healthz."
+    )
+    network_policy: Literal["required", "unprotected"] = Field(
+        "required",
+        description="'required': refuse to start unless a NetworkPolicy in the namespace "
+        "selects sandbox pods and restricts their ingress and egress; 'unprotected': the "
+        "explicit opt-out (sandboxes may reach the network), logged as a warning.",
     )
 
 

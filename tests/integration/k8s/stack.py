@@ -89,7 +89,15 @@ class Stack:
     def _install(self) -> None:
         plane = self.plane
         plane.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
-        docs = render_chart(plane.bin_dir / "helm", self.namespace, "pool.create=false")
+        # One namespace for the release and its sandboxes (the process kubelet watches one);
+        # test_chart_default.py checks the recommended two-namespace layout's RBAC.
+        docs = render_chart(
+            plane.bin_dir / "helm",
+            self.namespace,
+            "pool.create=false",
+            f"sandbox.namespace.name={self.namespace}",
+            "sandbox.namespace.create=false",
+        )
         self.rendered = docs
         for doc in docs:
             if doc["kind"] == "CustomResourceDefinition":
