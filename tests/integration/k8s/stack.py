@@ -53,6 +53,7 @@ class Stack:
     workdir: Path
     namespace: str = "a01gym-test"
     operator_env: dict[str, str] = dataclasses.field(default_factory=dict)
+    pod_runtime: str = "bwrap"  # the kubelet's --pod-runtime
     plane: ControlPlane = dataclasses.field(init=False)
     kubelet: subprocess.Popen[bytes] | None = None
     operator: subprocess.Popen[bytes] | None = None
@@ -147,6 +148,8 @@ class Stack:
                     str(self.claims),
                     "--services",
                     str(self.services),
+                    "--pod-runtime",
+                    self.pod_runtime,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

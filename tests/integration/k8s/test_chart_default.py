@@ -26,9 +26,7 @@ from a01gym.factory import pipeline
 
 HERE = Path(__file__).parent
 PROBE = HERE / "podprobe.py"
-# Where the kubelet mounts the service account: /var/run/secrets/..., and /var/run is a
-# symlink to /run on this host (bwrap binds onto the link's target).
-SA_DIR = "/run/secrets/kubernetes.io/serviceaccount"
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"  # where a kubelet mounts it
 
 
 def _only(docs: list[dict[str, Any]], kind: str, suffix: str = "") -> dict[str, Any]:
