@@ -9,7 +9,6 @@ through :func:`get_settings`, never at import time.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import functools
 import ipaddress
@@ -27,11 +26,11 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from a01gym import capacity
 from a01gym.errors import ConfigError
 
 __all__ = [
     "CONFIG_ENV",
-    "SANDBOX_MB",
     "GatewaySettings",
     "GradingSettings",
     "KubernetesBackendSettings",
@@ -39,10 +38,6 @@ __all__ = [
     "SandboxLimits",
     "SandboxSettings",
     "Settings",
-    "available_memory_mb",
-    "default_max_sandboxes",
-    "default_max_sessions",
-    "default_start_concurrency",
     "get_settings",
     "is_loopback",
     "with_overrides",
@@ -52,45 +47,6 @@ CONFIG_ENV = "A01GYM_CONFIG"
 """Names the optional YAML/JSON settings file."""
 
 _Section = TypeVar("_Section", bound=BaseModel)
-
-
-SANDBOX_MB = 24
-"""Memory one sandbox costs: ~20 MB USS (supervisor ~6.5 + app ~13.4, ``bench/sandbox.py``)
-plus its workspace and SQLite files on /dev/shm and kernel memory (page tables, sockets)."""
-_MEMORY_SHARE = 0.6  # of available memory for sandboxes; the rest: gateway, grading, others
-
-
-def available_memory_mb() -> int:
-    """Memory this process may use, MiB: ``MemAvailable``, or the cgroup limit if lower."""
-    mb = 4096  # a machine we cannot read: assume a small one
-    with contextlib.suppress(OSError, ValueError, StopIteration):
-        with open("/proc/meminfo") as meminfo:
-            line = next(x for x in meminfo if x.startswith("MemAvailable:"))
-        mb = int(line.split()[1]) // 1024
-    with contextlib.suppress(OSError, ValueError):
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit != "max":
-            mb = min(mb, int(limit) // (1024 * 1024))
-    return mb
-
-
-def default_max_sandboxes() -> int:
-    """Sandboxes that fit in memory: 60% of what is available over ``SANDBOX_MB`` each
-    (576 on a machine with 22.5 GiB available), within 16..4096."""
-    return max(16, min(4096, int(available_memory_mb() * _MEMORY_SHARE) // SANDBOX_MB))
-
-
-def default_max_sessions() -> int:
-    """Nine sessions per ten sandboxes: each session holds one sandbox, and the rest serve
-    grading (a fresh sandbox per submit), the warm pool and warm spares."""
-    return max(8, default_max_sandboxes() * 9 // 10)
-
-
-def default_start_concurrency() -> int:
-    """Four sandbox or app starts per CPU: a start waits on forks and sockets between bursts
-    of CPU, and 256 cold resets took 6.3 s (p99) through 8 turns on two CPUs against 7.6-7.9 s
-    through 4 (16: no better)."""
-    return max(2, 4 * len(os.sched_getaffinity(0)))
 
 
 def _memory_backed_dir() -> Path:
@@ -136,13 +92,13 @@ class SandboxSettings(BaseModel):
         "episode that just acquired one gets the CPU for its app start first.",
     )
     max_sandboxes: int = Field(
-        default_factory=default_max_sandboxes,
+        default_factory=capacity.default_max_sandboxes,
         ge=1,
         description="Hard cap on live sandboxes. Default: what fits in 60% of available memory "
-        f"at {SANDBOX_MB} MB each (see default_max_sandboxes).",
+        f"at {capacity.SANDBOX_MB} MB each (see default_max_sandboxes).",
     )
     start_concurrency: int = Field(
-        default_factory=default_start_concurrency,
+        default_factory=capacity.default_start_concurrency,
         ge=1,
         description="Sandbox spawns and app starts worked on at once (default: four per CPU); "
         "the rest queue, and a start's timeout counts only from when it gets its turn.",
@@ -199,7 +155,7 @@ class GatewaySettings(BaseModel):
         "the URL, since the stock OpenEnv client sends no headers). Required off loopback.",
     )
     max_sessions: int = Field(
-        default_factory=default_max_sessions,
+        default_factory=capacity.default_max_sessions,
         ge=1,
         description="Concurrent /ws, /mcp-socket and HTTP-MCP sessions; beyond it a client "
         "gets CAPACITY_REACHED. Default: nine per ten of the default max_sandboxes.",

@@ -115,7 +115,7 @@ def serve(
     ] = None,
     token: Annotated[
         str | None,
-        typer.Option(help="Bearer token clients must present.", envvar="A01GYM_GATEWAY__TOKEN"),
+        typer.Option(help="Bearer token clients must present (or A01GYM_GATEWAY__TOKEN)."),
     ] = None,
     max_sessions: Annotated[
         int | None,
@@ -177,7 +177,8 @@ def serve(
         for key, value in {"pool_size": pool_size, "max_sandboxes": max_sandboxes}.items()
         if value is not None
     }
-    settings = with_overrides(get_settings().gateway, names=_OPTION_NAMES, **overrides)
+    base = get_settings()
+    settings = with_overrides(base.gateway, names=_OPTION_NAMES, **overrides)
     settings.check_exposure()
     if settings.cache is None:
         raise ConfigError(
@@ -186,8 +187,8 @@ def serve(
             hint=f"pass --cache DIR or set A01GYM_GATEWAY__CACHE; {sampler.BUILD_HINT}",
         )
     counts = _await_scenarios(settings.cache, settings.cache_wait_s)
-    sandbox = with_overrides(get_settings().sandbox, names=_OPTION_NAMES, **sandbox_overrides)
-    app = gateway_app.create_app(settings, sandbox=sandbox)
+    sandbox = with_overrides(base.sandbox, names=_OPTION_NAMES, **sandbox_overrides)
+    app = gateway_app.create_app(base.model_copy(update={"gateway": settings, "sandbox": sandbox}))
     sock = _bind(settings.host, settings.port)
     bound = sock.getsockname()[1]
     config = server.uvicorn_config(

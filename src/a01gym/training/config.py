@@ -72,12 +72,14 @@ class RolloutSettings(_Section):
     temperature: float = Field(1.0, ge=0.0)
 
 
-class GatewaySettings(_Section):
+class GatewayTarget(_Section):
+    """The gateway the rollouts use: a running one, or one started in-process on a cache."""
+
     url: str | None = Field(None, description="A running gateway; null starts one in-process.")
     cache: Path | None = Field(None, description="Scenario cache for the in-process gateway.")
 
     @model_validator(mode="after")
-    def _one_source(self) -> GatewaySettings:
+    def _one_source(self) -> GatewayTarget:
         if self.url is None and self.cache is None:
             raise ValueError("set gateway.url (a running gateway) or gateway.cache")
         return self
@@ -114,8 +116,8 @@ class TrainConfig(_Section):
     model: str | None = Field(None, description="Local directory or hub id; null with --smoke.")
     output_dir: Path = Path("runs/train")
     seed: int = 0
-    gateway: GatewaySettings = Field(
-        default_factory=lambda: GatewaySettings(cache=Path(".cache/demo-scenarios"))
+    gateway: GatewayTarget = Field(
+        default_factory=lambda: GatewayTarget(cache=Path(".cache/demo-scenarios"))
     )
     data: DataSettings = Field(default_factory=DataSettings)
     lora: LoraSettings = Field(default_factory=LoraSettings)
