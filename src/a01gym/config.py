@@ -31,6 +31,7 @@ from a01gym.errors import ConfigError
 
 __all__ = [
     "CONFIG_ENV",
+    "OTHER_VARIABLES",
     "GatewaySettings",
     "GradingSettings",
     "KubernetesBackendSettings",
@@ -46,14 +47,28 @@ __all__ = [
 CONFIG_ENV = "A01GYM_CONFIG"
 """Names the optional YAML/JSON settings file."""
 
+OTHER_VARIABLES = {
+    CONFIG_ENV: "Path of a YAML/JSON settings file shaped like the settings object (sections "
+    "as keys); variables and command-line options win over it.",
+    "A01GYM_LOG_FORMAT": "`text` or `json`: the log format of every `a01gym` command "
+    "(its `--log-format`).",
+    "A01GYM_GATEWAY_URL": "The gateway a client (the trainer's rollouts, `A01ToolEnv`) connects "
+    "to when it is given no URL.",
+    "A01GYM_LLM_MODEL": "The model of the factory's LLM author when its config names none.",
+}
+"""Every ``A01GYM_*`` variable read outside :class:`Settings`: whose process reads it, not
+server settings. With the settings these are all there are (``docs/settings.md`` lists both,
+and a test fails on a variable named anywhere else)."""
+
 _Section = TypeVar("_Section", bound=BaseModel)
 
 
-def _memory_backed_dir() -> Path:
+def _sandbox_root() -> Path:
+    """``/dev/shm/a01gym-sandboxes`` when /dev/shm is writable, else under the temp dir."""
     shm = Path("/dev/shm")
     if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
-        return shm
-    return Path(tempfile.gettempdir())
+        return shm / "a01gym-sandboxes"
+    return Path(tempfile.gettempdir()) / "a01gym-sandboxes"
 
 
 class SandboxLimits(BaseModel):
@@ -80,7 +95,7 @@ class SandboxSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
 
     root: Path = Field(
-        default_factory=lambda: _memory_backed_dir() / "a01gym-sandboxes",
+        default_factory=_sandbox_root,
         description="Directory under which each sandbox gets its own folder. Defaults to "
         "/dev/shm: every app writes SQLite, and fsync on a disk costs ~20 ms per transaction.",
     )
