@@ -94,6 +94,7 @@ def test_grpo_job_runs_train_smoke_to_complete_with_the_adapter_on_the_output_cl
             {
                 "pool": {"create": False},
                 "jobs": {
+                    "factory": {"enabled": False},  # the cache is built by the fixture
                     "grpo": {
                         "enabled": True,
                         "smoke": True,
