@@ -89,7 +89,16 @@ class Stack:
 
     def _install(self) -> None:
         plane = self.plane
-        plane.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
+        # Pod Security Admission "restricted", as the chart labels its sandbox namespace: every
+        # pod the operator (and a chart Job) creates in the tests is admitted through it.
+        restricted = {f"pod-security.kubernetes.io/{m}": "restricted" for m in ("enforce", "warn")}
+        plane.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": self.namespace, "labels": restricted},
+            }
+        )
         # One namespace for the release and its sandboxes (the process kubelet watches one);
         # test_chart_default.py checks the recommended two-namespace layout's RBAC.
         docs = render_chart(

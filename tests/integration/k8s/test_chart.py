@@ -350,3 +350,17 @@ def test_every_emptydir_has_a_size_limit_and_the_operator_a_readiness_probe(
         if doc["kind"] == "Deployment" and doc["metadata"]["name"].endswith("-operator"):
             (container,) = doc["spec"]["template"]["spec"]["containers"]
             assert container["readinessProbe"]["httpGet"]["path"] == "/healthz"
+
+
+def test_pod_security_restricted_is_enforced_where_sandboxes_run(stack: Stack) -> None:
+    """The stack's namespace carries the chart's Pod Security labels, so every sandbox pod the
+    operator creates in these tests passed "restricted" admission; a root pod does not."""
+    namespace = stack.plane.request("GET", f"/api/v1/namespaces/{stack.namespace}")
+    assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    rootful = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "rootful"},
+        "spec": {"containers": [{"name": "c", "image": "busybox",
+                                 "securityContext": {"runAsUser": 0}}]},
+    }  # fmt: skip
+    with pytest.raises(RuntimeError, match="PodSecurity"):
+        stack.plane.request("POST", f"/api/v1/namespaces/{stack.namespace}/pods", rootful)

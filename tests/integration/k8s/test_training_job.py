@@ -99,7 +99,7 @@ def test_grpo_job_runs_train_smoke_to_complete_with_the_adapter_on_the_output_cl
                         "enabled": True,
                         "smoke": True,
                         "output": {"claim": RUNS_CLAIM, "mountPath": "/runs", "runName": RUN_NAME},
-                    }
+                    },
                 },
             }
         )
