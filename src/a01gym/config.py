@@ -54,6 +54,8 @@ OTHER_VARIABLES = {
     "(its `--log-format`).",
     "A01GYM_GATEWAY_URL": "The gateway a client (the trainer's rollouts, `A01ToolEnv`) connects "
     "to when it is given no URL.",
+    "A01GYM_GATEWAY_TOKEN": "The bearer token `a01gym train` presents to its gateway (the "
+    "chart's GRPO Job sets it from the gateway's token Secret).",
     "A01GYM_LLM_MODEL": "The model of the factory's LLM author when its config names none.",
 }
 """Every ``A01GYM_*`` variable read outside :class:`Settings`: whose process reads it, not

@@ -176,10 +176,14 @@ class ProcessKubelet:
                 script = str(Path(sys.executable).with_name("a01gym"))
                 skip = 1 if container.get("command") else 0  # argv[0] would be `a01gym`
                 args = [self.resolve(a) for a in argv[skip:]]
-                env = {
-                    item["name"]: self.resolve(_remap(item["value"], mounts))
-                    for item in container.get("env", [])
-                }
+                env = {}
+                for item in container.get("env", []):
+                    if "value" in item:
+                        env[item["name"]] = self.resolve(_remap(item["value"], mounts))
+                        continue
+                    ref = item["valueFrom"]["secretKeyRef"]  # the only source the chart uses
+                    data = (await self.secret(ref["name"]))["data"][ref["key"]]
+                    env[item["name"]] = base64.b64decode(data).decode()
                 cwd = mounts.get(container.get("workingDir") or "/tmp", workdir)
                 pid = _spawn([script, *args], env, cwd, workdir / "container.log")
                 self.running[uid] = (pid, workdir)
@@ -267,6 +271,21 @@ class ProcessKubelet:
 
         return _SERVICE_URL.sub(swap, text)
 
+    async def secret(self, name: str) -> dict[str, Any]:
+        """The Secret ``name``, waiting for it to exist like a kubelet does.
+
+        Raises:
+            RuntimeError: it did not appear within ~5 s.
+        """
+        for _ in range(100):
+            try:
+                return await self.kube.get(f"/api/v1/namespaces/{self.ns}/secrets/{name}")
+            except KubeApiError as exc:
+                if exc.status != 404:
+                    raise
+                await asyncio.sleep(0.05)
+        raise RuntimeError(f"secret {name} never appeared")
+
     async def volumes(self, spec: dict[str, Any], workdir: Path) -> dict[str, Path]:
         local: dict[str, Path] = {}
         for volume in spec.get("volumes", []):
@@ -282,18 +301,7 @@ class ProcessKubelet:
                     (target / key).write_text(value)
             if "secret" in volume:
                 source = volume["secret"]
-                for _ in range(100):  # like the kubelet: wait for the Secret to exist
-                    try:
-                        secret = await self.kube.get(
-                            f"/api/v1/namespaces/{self.ns}/secrets/{source['secretName']}"
-                        )
-                        break
-                    except KubeApiError as exc:
-                        if exc.status != 404:
-                            raise
-                        await asyncio.sleep(0.05)
-                else:
-                    raise RuntimeError(f"secret {source['secretName']} never appeared")
+                secret = await self.secret(source["secretName"])
                 items = source.get("items") or [{"key": k, "path": k} for k in secret["data"]]
                 for item in items:
                     path = target / item["path"]

@@ -267,7 +267,9 @@ def test_grpo_job_runs_train_with_the_values_config_gateway_cache_and_output(
         "--gateway-url", "http://a01gym-gateway:8000", "--cache", "/scenarios",
         "--output-dir", "/runs/qwen3-f01-f02", "--max-steps", "200",
     ]  # fmt: skip
-    env = {e["name"]: e["value"] for e in container["env"]}
+    env = {e["name"]: e.get("value") or e["valueFrom"]["secretKeyRef"] for e in container["env"]}
+    # the release's gateway has a token: the trainer presents it, from the gateway's Secret
+    assert env["A01GYM_GATEWAY_TOKEN"] == {"name": "a01gym-gateway-token", "key": "token"}
     assert env["HF_HUB_OFFLINE"] == "1"
     assert env["TRACKIO_DIR"] == "/runs/qwen3-f01-f02/trackio"
     assert env["OMP_NUM_THREADS"] == "8"
