@@ -31,6 +31,7 @@ train-venv: $(TRAIN_STAMP)
 lint: venv
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+	$(BIN)/lint-imports
 
 format: venv
 	$(BIN)/ruff format src tests bench

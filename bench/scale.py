@@ -216,7 +216,7 @@ async def _hang_submit(url: str) -> dict[str, Any]:
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    from a01gym.config import default_max_sandboxes, default_max_sessions
+    from a01gym.capacity import default_max_sandboxes, default_max_sessions
 
     n = args.sessions
     result: dict[str, Any] = {

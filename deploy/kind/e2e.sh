@@ -32,6 +32,9 @@ forward_pid=""
 log() { printf '\n==> %s\n' "$*" >&2; }
 
 kc() { kubectl --context "${CONTEXT}" --namespace "${NAMESPACE}" "$@"; }
+# Episodes, pools and sandbox pods live in the chart's sandbox namespace (its default layout).
+SANDBOXES="${NAMESPACE}-sandboxes"
+ks() { kubectl --context "${CONTEXT}" --namespace "${SANDBOXES}" "$@"; }
 
 cleanup() {
   local code=$?
@@ -42,7 +45,8 @@ cleanup() {
   fi
   if [[ "${code}" -ne 0 && "${installed}" -eq 1 ]]; then
     log "failed (exit ${code}); state of namespace ${NAMESPACE}:"
-    kc get episodes,sandboxpools,pods,jobs -o wide
+    kc get pods,jobs -o wide
+    ks get episodes,sandboxpools,pods -o wide
     kc logs "deployment/${RELEASE}-operator" --tail=50
     kc logs "deployment/${RELEASE}-gateway" --tail=50
   fi
@@ -51,7 +55,7 @@ cleanup() {
   else
     if [[ "${installed}" -eq 1 ]]; then
       log "uninstalling ${RELEASE}"
-      kc delete episodes --all --wait=true --timeout=60s
+      ks delete episodes --all --wait=true --timeout=60s
       helm --kube-context "${CONTEXT}" uninstall "${RELEASE}" --namespace "${NAMESPACE}" --wait
       kubectl --context "${CONTEXT}" delete namespace "${NAMESPACE}" --wait=false
     fi
@@ -103,8 +107,8 @@ helm --kube-context "${CONTEXT}" upgrade --install "${RELEASE}" "${ROOT}/charts/
 
 log "waiting for the operator and the warm pool"
 kc rollout status "deployment/${RELEASE}-operator" --timeout="${TIMEOUT}"
-pool_replicas="$(kc get sandboxpool default -o jsonpath='{.spec.replicas}')"
-kc wait sandboxpool/default --for=jsonpath='{.status.readyReplicas}'="${pool_replicas}" \
+pool_replicas="$(ks get sandboxpool default -o jsonpath='{.spec.replicas}')"
+ks wait sandboxpool/default --for=jsonpath='{.status.readyReplicas}'="${pool_replicas}" \
   --timeout="${TIMEOUT}"
 
 log "waiting for the factory Job to fill the scenario cache"
@@ -115,10 +119,10 @@ kc scale "deployment/${RELEASE}-gateway" --replicas=1
 kc rollout status "deployment/${RELEASE}-gateway" --timeout="${TIMEOUT}"
 
 log "kubectl apply -f examples/episode.yaml"
-kc apply -f "${ROOT}/examples/episode.yaml"
-kc wait episode/example --for=condition=Ready --timeout="${TIMEOUT}"
-kc get episode example -o wide
-kc delete episode example --wait=true --timeout=60s
+ks apply -f "${ROOT}/examples/episode.yaml"
+ks wait episode/example --for=condition=Ready --timeout="${TIMEOUT}"
+ks get episode example -o wide
+ks delete episode example --wait=true --timeout=60s
 
 log "port-forwarding the gateway"
 port="${A01GYM_E2E_PORT:-18000}"
@@ -156,7 +160,7 @@ log "a01gym eval --agent reference --episodes ${EPISODES} through the gateway"
 
 log "checking that every sandbox was released"
 for _ in $(seq 1 60); do
-  left="$(kc get pods --selector 'a01gym.dev/state=claimed' --no-headers 2>/dev/null | wc -l)"
+  left="$(ks get pods --selector 'a01gym.dev/state=claimed' --no-headers 2>/dev/null | wc -l)"
   [[ "${left}" -eq 0 ]] && break
   sleep 1
 done

@@ -9,7 +9,6 @@ through :func:`get_settings`, never at import time.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
 import functools
 import ipaddress
@@ -27,12 +26,13 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
+from a01gym import capacity
 from a01gym.errors import ConfigError
 from a01gym.expert_settings import ExpertSettings
 
 __all__ = [
     "CONFIG_ENV",
-    "SANDBOX_MB",
+    "OTHER_VARIABLES",
     "GatewaySettings",
     "GradingSettings",
     "KubernetesBackendSettings",
@@ -40,10 +40,6 @@ __all__ = [
     "SandboxLimits",
     "SandboxSettings",
     "Settings",
-    "available_memory_mb",
-    "default_max_sandboxes",
-    "default_max_sessions",
-    "default_start_concurrency",
     "get_settings",
     "is_loopback",
     "with_overrides",
@@ -52,53 +48,30 @@ __all__ = [
 CONFIG_ENV = "A01GYM_CONFIG"
 """Names the optional YAML/JSON settings file."""
 
+OTHER_VARIABLES = {
+    CONFIG_ENV: "Path of a YAML/JSON settings file shaped like the settings object (sections "
+    "as keys); variables and command-line options win over it.",
+    "A01GYM_LOG_FORMAT": "`text` or `json`: the log format of every `a01gym` command "
+    "(its `--log-format`).",
+    "A01GYM_GATEWAY_URL": "The gateway a client (the trainer's rollouts, `A01ToolEnv`) connects "
+    "to when it is given no URL.",
+    "A01GYM_GATEWAY_TOKEN": "The bearer token `a01gym train` presents to its gateway (the "
+    "chart's GRPO Job sets it from the gateway's token Secret).",
+    "A01GYM_LLM_MODEL": "The model of the factory's LLM author when its config names none.",
+}
+"""Every ``A01GYM_*`` variable read outside :class:`Settings`: whose process reads it, not
+server settings. With the settings these are all there are (``docs/settings.md`` lists both,
+and a test fails on a variable named anywhere else)."""
+
 _Section = TypeVar("_Section", bound=BaseModel)
 
 
-SANDBOX_MB = 24
-"""Memory one sandbox costs: ~20 MB USS (supervisor ~6.5 + app ~13.4, ``bench/sandbox.py``)
-plus its workspace and SQLite files on /dev/shm and kernel memory (page tables, sockets)."""
-_MEMORY_SHARE = 0.6  # of available memory for sandboxes; the rest: gateway, grading, others
-
-
-def available_memory_mb() -> int:
-    """Memory this process may use, MiB: ``MemAvailable``, or the cgroup limit if lower."""
-    mb = 4096  # a machine we cannot read: assume a small one
-    with contextlib.suppress(OSError, ValueError, StopIteration):
-        with open("/proc/meminfo") as meminfo:
-            line = next(x for x in meminfo if x.startswith("MemAvailable:"))
-        mb = int(line.split()[1]) // 1024
-    with contextlib.suppress(OSError, ValueError):
-        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
-        if limit != "max":
-            mb = min(mb, int(limit) // (1024 * 1024))
-    return mb
-
-
-def default_max_sandboxes() -> int:
-    """Sandboxes that fit in memory: 60% of what is available over ``SANDBOX_MB`` each
-    (576 on a machine with 22.5 GiB available), within 16..4096."""
-    return max(16, min(4096, int(available_memory_mb() * _MEMORY_SHARE) // SANDBOX_MB))
-
-
-def default_max_sessions() -> int:
-    """Nine sessions per ten sandboxes: each session holds one sandbox, and the rest serve
-    grading (a fresh sandbox per submit), the warm pool and warm spares."""
-    return max(8, default_max_sandboxes() * 9 // 10)
-
-
-def default_start_concurrency() -> int:
-    """Four sandbox or app starts per CPU: a start waits on forks and sockets between bursts
-    of CPU, and 256 cold resets took 6.3 s (p99) through 8 turns on two CPUs against 7.6-7.9 s
-    through 4 (16: no better)."""
-    return max(2, 4 * len(os.sched_getaffinity(0)))
-
-
-def _memory_backed_dir() -> Path:
+def _sandbox_root() -> Path:
+    """``/dev/shm/a01gym-sandboxes`` when /dev/shm is writable, else under the temp dir."""
     shm = Path("/dev/shm")
     if shm.is_dir() and os.access(shm, os.W_OK | os.X_OK):
-        return shm
-    return Path(tempfile.gettempdir())
+        return shm / "a01gym-sandboxes"
+    return Path(tempfile.gettempdir()) / "a01gym-sandboxes"
 
 
 class SandboxLimits(BaseModel):
@@ -125,7 +98,7 @@ class SandboxSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
 
     root: Path = Field(
-        default_factory=lambda: _memory_backed_dir() / "a01gym-sandboxes",
+        default_factory=_sandbox_root,
         description="Directory under which each sandbox gets its own folder. Defaults to "
         "/dev/shm: every app writes SQLite, and fsync on a disk costs ~20 ms per transaction.",
     )
@@ -137,13 +110,13 @@ class SandboxSettings(BaseModel):
         "episode that just acquired one gets the CPU for its app start first.",
     )
     max_sandboxes: int = Field(
-        default_factory=default_max_sandboxes,
+        default_factory=capacity.default_max_sandboxes,
         ge=1,
         description="Hard cap on live sandboxes. Default: what fits in 60% of available memory "
-        f"at {SANDBOX_MB} MB each (see default_max_sandboxes).",
+        f"at {capacity.SANDBOX_MB} MB each (see default_max_sandboxes).",
     )
     start_concurrency: int = Field(
-        default_factory=default_start_concurrency,
+        default_factory=capacity.default_start_concurrency,
         ge=1,
         description="Sandbox spawns and app starts worked on at once (default: four per CPU); "
         "the rest queue, and a start's timeout counts only from when it gets its turn.",
@@ -200,7 +173,7 @@ class GatewaySettings(BaseModel):
         "the URL, since the stock OpenEnv client sends no headers). Required off loopback.",
     )
     max_sessions: int = Field(
-        default_factory=default_max_sessions,
+        default_factory=capacity.default_max_sessions,
         ge=1,
         description="Concurrent /ws, /mcp-socket and HTTP-MCP sessions; beyond it a client "
         "gets CAPACITY_REACHED. Default: nine per ten of the default max_sandboxes.",
@@ -224,6 +197,12 @@ class GatewaySettings(BaseModel):
     cache: Path | None = Field(
         None,
         description="Scenario source: a factory cache directory, or a directory of bundles.",
+    )
+    cache_wait_s: float = Field(
+        0.0,
+        ge=0,
+        description="How long `a01gym serve` waits for an empty or missing scenario cache to "
+        "fill (say, while the chart's factory Job builds it) before it gives up; 0: fail at once.",
     )
     weights: Path | None = Field(None, description="Curriculum weights file (JSON or YAML).")
     split: str = Field("train", description="Split sampled when reset names none.")
@@ -352,6 +331,12 @@ class OperatorSettings(BaseModel):
     metrics_host: str = Field("0.0.0.0", description="Prometheus bind address.")
     liveness_endpoint: str | None = Field(
         None, description="kopf liveness endpoint, e.g. http://0.0.0.0:8081/healthz."
+    )
+    network_policy: Literal["required", "unprotected"] = Field(
+        "required",
+        description="'required': refuse to start unless a NetworkPolicy in the namespace "
+        "selects sandbox pods and restricts their ingress and egress; 'unprotected': the "
+        "explicit opt-out (sandboxes may reach the network), logged as a warning.",
     )
 
 

@@ -20,6 +20,8 @@ observation, never one of these.
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "A01GymError",
     "BundleError",
@@ -109,10 +111,14 @@ class EpisodeError(A01GymError):
     """An episode was used in a way its state does not allow (e.g. reset never called)."""
 
 
+_TOKEN_PATH = re.compile(r"/t/[^/?#\s]+")
+
+
 class UnreachableError(A01GymError):
     """A gateway or model endpoint does not answer; nothing useful can run until it does."""
 
     def __init__(self, endpoint: str, problem: str, *, hint: str | None = None) -> None:
-        self.endpoint = endpoint
-        self.problem = problem
-        super().__init__(f"cannot reach {endpoint}: {problem}", hint=hint)
+        # a gateway token leading the path (``/t/<token>``) never reaches a message or a log
+        self.endpoint = _TOKEN_PATH.sub("/t/***", endpoint)
+        self.problem = _TOKEN_PATH.sub("/t/***", problem)
+        super().__init__(f"cannot reach {self.endpoint}: {self.problem}", hint=hint)

@@ -369,13 +369,13 @@ async def test_expert_metrics_reach_prometheus_through_the_gateway(
     import httpx
     from openenv.core.generic_client import GenericEnvClient
 
-    from a01gym.config import GatewaySettings
+    from a01gym.config import GatewaySettings, Settings
     from a01gym.gateway import app as gateway_app
     from a01gym.gateway import server
 
     env = _env(backend, FIXTURE, tmp_path, _settings(stub.url, max_calls=1))
     deps = gateway_app.runtime_deps(env.runtime, own_backend=False)
-    app = gateway_app.create_app(GatewaySettings(runs_dir=tmp_path), deps=deps)
+    app = gateway_app.create_app(Settings(gateway=GatewaySettings(runs_dir=tmp_path)), deps=deps)
     async with server.background(app) as url:
         async with GenericEnvClient(base_url=url) as client:
             await client.reset(seed=7, expert=True)

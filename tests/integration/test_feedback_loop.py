@@ -27,7 +27,7 @@ import pytest
 import pytest_asyncio
 from openenv.core.generic_client import GenericEnvClient
 
-from a01gym.config import GatewaySettings
+from a01gym.config import GatewaySettings, Settings
 from a01gym.factory import pipeline
 from a01gym.factory.cache import ScenarioCache
 from a01gym.factory.config import FactoryConfig
@@ -71,7 +71,7 @@ async def gateway(cache: Path, tmp_path_factory: pytest.TempPathFactory) -> Asyn
     settings = GatewaySettings(
         cache=cache, weights=work / "weights.json", runs_dir=work / "runs", warm_spares=2
     )
-    app = gateway_app.create_app(settings)
+    app = gateway_app.create_app(Settings(gateway=settings))
     async with server.background(app) as url:
         yield url, work
 

@@ -19,7 +19,7 @@ import pytest
 from openenv.core.generic_client import GenericEnvClient
 from websockets.exceptions import ConnectionClosed
 
-from a01gym.config import GatewaySettings
+from a01gym.config import GatewaySettings, Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.env.warm import WarmSpares
@@ -42,7 +42,9 @@ async def _gateway(
         spares=WarmSpares(backend, per_scenario=1, max_total=spares) if spares else None,
     )
     deps = gateway_app.runtime_deps(runtime, own_backend=False)
-    app = gateway_app.create_app(GatewaySettings(runs_dir=tmp_path, **settings), deps=deps)
+    app = gateway_app.create_app(
+        Settings(gateway=GatewaySettings(runs_dir=tmp_path, **settings)), deps=deps
+    )
     async with server.background(app) as url:
         yield url
 
@@ -203,7 +205,9 @@ async def test_warm_spares_grow_to_the_last_burst_and_serve_the_next(tmp_path: P
             spares=spares,
         )
         deps = gateway_app.runtime_deps(runtime, own_backend=False)
-        app = gateway_app.create_app(GatewaySettings(runs_dir=tmp_path), deps=deps)
+        app = gateway_app.create_app(
+            Settings(gateway=GatewaySettings(runs_dir=tmp_path)), deps=deps
+        )
         async with server.background(app) as url:
             spawned = 0
             for burst in range(2):

@@ -16,7 +16,7 @@ import pytest_asyncio
 from openenv.core.generic_client import GenericEnvClient
 from openenv.core.mcp_client import MCPToolClient
 
-from a01gym.config import GatewaySettings, get_settings
+from a01gym.config import GatewaySettings, Settings, get_settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.gateway import app as gateway_app
@@ -39,7 +39,7 @@ async def gateway(backend: LocalBackend, tmp_path: Path) -> AsyncIterator[str]:
     )
     deps = gateway_app.runtime_deps(runtime, own_backend=False)
     settings = GatewaySettings(runs_dir=tmp_path, resume_grace_s=1.0)
-    app = gateway_app.create_app(settings, deps=deps)
+    app = gateway_app.create_app(Settings(gateway=settings), deps=deps)
     async with server.background(app) as url:
         yield url
 

@@ -19,7 +19,7 @@ import pytest
 import pytest_asyncio
 from openenv.core.generic_client import GenericEnvClient
 
-from a01gym.config import GatewaySettings, GradingSettings
+from a01gym.config import GatewaySettings, GradingSettings, Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.factory import author, compiler, config
@@ -242,7 +242,7 @@ async def test_client_that_leaves_mid_grading_frees_both_sandboxes(
 ) -> None:
     runtime = _runtime(backend, tmp_path)
     deps = gateway_app.runtime_deps(runtime, own_backend=False)
-    app = gateway_app.create_app(GatewaySettings(runs_dir=tmp_path), deps=deps)
+    app = gateway_app.create_app(Settings(gateway=GatewaySettings(runs_dir=tmp_path)), deps=deps)
     async with server.background(app) as url:
         await _settled(backend)
         env = GenericEnvClient(base_url=url)

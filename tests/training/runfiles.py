@@ -105,7 +105,7 @@ def write_training(run_dir: Path, steps: int = 4) -> None:
 
 
 async def evaluate(run_dir: Path, episodes: int) -> None:
-    from a01gym.config import GatewaySettings
+    from a01gym.config import GatewaySettings, Settings
     from a01gym.env import environment, sampler
     from a01gym.env.logger import RunLogger
     from a01gym.gateway import app as gateway_app
@@ -127,7 +127,9 @@ async def evaluate(run_dir: Path, episodes: int) -> None:
             logger=RunLogger(run_dir / "runs"),
         )
         deps = gateway_app.runtime_deps(runtime, own_backend=False)
-        app = gateway_app.create_app(GatewaySettings(runs_dir=run_dir / "runs"), deps=deps)
+        app = gateway_app.create_app(
+            Settings(gateway=GatewaySettings(runs_dir=run_dir / "runs")), deps=deps
+        )
         async with server.background(app) as url:
             for label, make in makers.items():
                 records = await evaluation.run_eval(

@@ -12,7 +12,7 @@ import pytest_asyncio
 from openenv.core.generic_client import GenericEnvClient
 
 from a01gym.cli import eval as eval_cli
-from a01gym.config import GatewaySettings
+from a01gym.config import GatewaySettings, Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.errors import ConfigError
@@ -119,7 +119,7 @@ async def gateway(demo_cache: Path, tmp_path: Path) -> AsyncIterator[tuple[str, 
             logger=RunLogger(runs),
         )
         deps = gateway_app.runtime_deps(runtime, own_backend=False)
-        app = gateway_app.create_app(GatewaySettings(runs_dir=runs), deps=deps)
+        app = gateway_app.create_app(Settings(gateway=GatewaySettings(runs_dir=runs)), deps=deps)
         async with server.background(app) as url:
             yield url, runs
 

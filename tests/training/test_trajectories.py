@@ -13,7 +13,7 @@ import datasets
 import pytest
 from openenv.core.generic_client import GenericEnvClient
 
-from a01gym.config import GatewaySettings
+from a01gym.config import GatewaySettings, Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.errors import ConfigError
@@ -48,7 +48,7 @@ async def _record_runs(runs: Path) -> None:
             backend=backend, sampler=sampler.CurriculumSampler(source), logger=RunLogger(runs)
         )
         deps = gateway_app.runtime_deps(runtime, own_backend=False)
-        app = gateway_app.create_app(GatewaySettings(runs_dir=runs), deps=deps)
+        app = gateway_app.create_app(Settings(gateway=GatewaySettings(runs_dir=runs)), deps=deps)
         async with (
             server.background(app) as url,
             GenericEnvClient(base_url=url, message_timeout_s=120) as env,

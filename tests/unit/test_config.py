@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from a01gym import config
+from a01gym import capacity, config
 from a01gym.config import CONFIG_ENV, GatewaySettings, get_settings, with_overrides
 from a01gym.errors import ConfigError
 
@@ -121,9 +121,9 @@ def test_a_misspelt_file_field_suggests_the_field_not_a_variable(
 
 
 def test_capacity_defaults_follow_available_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(config, "available_memory_mb", lambda: 22_500 * 1024 // 1000)
-    assert config.default_max_sandboxes() == int(23_040 * 0.6) // config.SANDBOX_MB == 576
-    assert config.default_max_sessions() == 518  # a 512-rollout batch fits
-    monkeypatch.setattr(config, "available_memory_mb", lambda: 100)
-    assert (config.default_max_sandboxes(), config.default_max_sessions()) == (16, 14)
+    monkeypatch.setattr(capacity, "available_memory_mb", lambda: 22_500 * 1024 // 1000)
+    assert capacity.default_max_sandboxes() == int(23_040 * 0.6) // capacity.SANDBOX_MB == 576
+    assert capacity.default_max_sessions() == 518  # a 512-rollout batch fits
+    monkeypatch.setattr(capacity, "available_memory_mb", lambda: 100)
+    assert (capacity.default_max_sandboxes(), capacity.default_max_sessions()) == (16, 14)
     assert config.SandboxSettings().max_sandboxes == 16  # what the settings default to

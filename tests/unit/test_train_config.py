@@ -43,15 +43,3 @@ def test_exponent_floats_are_numbers_not_strings(tmp_path: Path) -> None:
     path.write_text("grpo:\n  learning_rate: 1e-5\n  beta: .04\n  max_steps: 10\n")
     cfg = config.load_config(path)
     assert cfg.grpo == {"learning_rate": 1e-5, "beta": 0.04, "max_steps": 10}
-
-
-def test_the_gateway_token_comes_from_the_environment_as_the_url_prefix(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    settings = config.load_config(None, **{"gateway.url": "http://gw:8000"}).gateway
-    monkeypatch.delenv("A01GYM_TOKEN", raising=False)
-    assert settings.authenticated_url("http://gw:8000") == "http://gw:8000"
-    monkeypatch.setenv("A01GYM_TOKEN", "s3cret")
-    assert settings.authenticated_url("http://gw:8000/") == "http://gw:8000/t/s3cret"
-    # a URL that already carries a token is left alone
-    assert settings.authenticated_url("http://gw:8000/t/other") == "http://gw:8000/t/other"

@@ -41,3 +41,12 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "a01gym.cacheClaim" -}}
 {{- default (printf "%s-scenarios" (include "a01gym.fullname" .)) .Values.scenarioCache.existingClaim -}}
 {{- end -}}
+
+{{- /* Namespace of Episodes, SandboxPools, sandbox pods and their token Secrets. */ -}}
+{{- define "a01gym.sandboxNamespace" -}}
+{{- default (printf "%s-sandboxes" .Release.Namespace) .Values.sandbox.namespace.name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "a01gym.gatewayTokenSecret" -}}
+{{- default (printf "%s-gateway-token" (include "a01gym.fullname" .)) .Values.gateway.tokenSecret -}}
+{{- end -}}

@@ -26,7 +26,7 @@ AGENTS = ("noop", "deny-all", "reference")
 
 def _ensure_cache(cache: Path, count: int, seed: int) -> None:
     from a01gym.factory import pipeline
-    from a01gym.factory.cache import ScenarioCache
+    from a01gym.scenario.cache import ScenarioCache
 
     if cache.exists() and ScenarioCache(cache).entries(split="eval"):
         _console.print(f"using the scenario cache at {cache}")

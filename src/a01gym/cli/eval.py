@@ -103,10 +103,12 @@ async def gateway_for(
     from a01gym.gateway import app as gateway_app
     from a01gym.gateway import server
 
-    settings = with_overrides(
-        get_settings().gateway, host="127.0.0.1", cache=cache, runs_dir=runs_dir, idle_timeout_s=0
+    base = get_settings()
+    gateway = with_overrides(
+        base.gateway, host="127.0.0.1", cache=cache, runs_dir=runs_dir, idle_timeout_s=0
     )
-    async with server.background(gateway_app.create_app(settings)) as started:
+    app = gateway_app.create_app(base.model_copy(update={"gateway": gateway}))
+    async with server.background(app) as started:
         yield started
 
 

@@ -25,11 +25,11 @@ def _default(ctx: typer.Context) -> None:
 def run(
     namespace: Annotated[
         str | None,
-        typer.Option(help="Namespace to watch.", envvar="A01GYM_OPERATOR__NAMESPACE"),
+        typer.Option(help="Namespace to watch (default: A01GYM_OPERATOR__NAMESPACE)."),
     ] = None,
     metrics_port: Annotated[
         int | None,
-        typer.Option(help="Prometheus port (0 = off).", envvar="A01GYM_OPERATOR__METRICS_PORT"),
+        typer.Option(help="Prometheus port, 0 = off (default: A01GYM_OPERATOR__METRICS_PORT)."),
     ] = None,
 ) -> None:
     """Run the operator until interrupted."""

@@ -9,6 +9,7 @@ and prints it. Ctrl-C or SIGTERM shut it down gracefully, releasing every sandbo
 from __future__ import annotations
 
 import socket
+import time
 from pathlib import Path
 from typing import Annotated
 
@@ -44,6 +45,27 @@ def _default(field: str) -> str:
     value = info.get_default(call_default_factory=True)
     derived = " (from free memory)" if info.default_factory is not None else ""
     return f"{value}{derived}, or A01GYM_GATEWAY__{field.upper()}"
+
+
+def _await_scenarios(cache: Path, wait_s: float) -> dict[str, int]:
+    """Scenario counts per split, waiting up to ``wait_s`` for the cache to hold some: a fresh
+    cluster install starts the gateway before the factory Job has written its first scenario.
+
+    Raises:
+        ScenarioError: the cache is still missing or empty when the wait ends.
+    """
+    from a01gym.env import sampler
+    from a01gym.errors import ScenarioError
+
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return sampler.check_source(cache)
+        except ScenarioError as exc:
+            if time.monotonic() >= deadline:
+                raise
+            _console.print(f"waiting for scenarios ({exc.args[0]})")
+            time.sleep(min(5.0, max(0.0, deadline - time.monotonic())))
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -93,7 +115,7 @@ def serve(
     ] = None,
     token: Annotated[
         str | None,
-        typer.Option(help="Bearer token clients must present.", envvar="A01GYM_GATEWAY__TOKEN"),
+        typer.Option(help="Bearer token clients must present (or A01GYM_GATEWAY__TOKEN)."),
     ] = None,
     max_sessions: Annotated[
         int | None,
@@ -155,7 +177,8 @@ def serve(
         for key, value in {"pool_size": pool_size, "max_sandboxes": max_sandboxes}.items()
         if value is not None
     }
-    settings = with_overrides(get_settings().gateway, names=_OPTION_NAMES, **overrides)
+    base = get_settings()
+    settings = with_overrides(base.gateway, names=_OPTION_NAMES, **overrides)
     settings.check_exposure()
     if settings.cache is None:
         raise ConfigError(
@@ -163,9 +186,9 @@ def serve(
             "no scenario cache given",
             hint=f"pass --cache DIR or set A01GYM_GATEWAY__CACHE; {sampler.BUILD_HINT}",
         )
-    counts = sampler.check_source(settings.cache)
-    sandbox = with_overrides(get_settings().sandbox, names=_OPTION_NAMES, **sandbox_overrides)
-    app = gateway_app.create_app(settings, sandbox=sandbox)
+    counts = _await_scenarios(settings.cache, settings.cache_wait_s)
+    sandbox = with_overrides(base.sandbox, names=_OPTION_NAMES, **sandbox_overrides)
+    app = gateway_app.create_app(base.model_copy(update={"gateway": settings, "sandbox": sandbox}))
     sock = _bind(settings.host, settings.port)
     bound = sock.getsockname()[1]
     config = server.uvicorn_config(

@@ -103,9 +103,9 @@ def train_command(
         _console.print(f"smoke: building a 12-scenario cache at {cfg.gateway.cache}")
         pipeline.build_demo(cfg.gateway.cache, count=12, seed=cfg.seed)
     episode_logs = out / "episodes"
-    remote = cfg.gateway.authenticated_url(cfg.gateway.url) if cfg.gateway.url else None
-    with _gateway(remote, cfg.gateway.cache, episode_logs) as url:
-        _console.print(f"training against the gateway at {url}")
+    with _gateway(cfg.gateway.url, cfg.gateway.cache, episode_logs) as address:
+        _console.print(f"training against the gateway at {address}")
+        url = _with_token(address)
         model = cfg.model
         if smoke:
             from a01gym.training import smoke as smoke_run
@@ -128,6 +128,13 @@ def train_command(
     _console.print(
         f"wrote {out / 'adapter'}, {out / 'metrics.jsonl'} and Trackio in {out / 'trackio'}"
     )
+
+
+def _with_token(url: str) -> str:
+    """``url`` with the gateway token from ``A01GYM_GATEWAY_TOKEN`` leading its path (the stock
+    OpenEnv client sends no headers); kept out of the config, so no run file records it."""
+    token = os.environ.get("A01GYM_GATEWAY_TOKEN")
+    return f"{url.rstrip('/')}/t/{token}" if token else url
 
 
 def _unset(cfg: object, defaults: dict[str, object]) -> dict[str, object]:

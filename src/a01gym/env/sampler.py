@@ -1,7 +1,7 @@
 """Which scenario an episode gets: the scenario-source seam and the curriculum sampler.
 
 A :class:`ScenarioSource` lists validated scenarios (hash, family, CWE, domain, difficulty,
-split) and loads a bundle by hash. The factory's ``ScenarioCache`` is one; the
+split) and loads a bundle by hash. The scenario cache (:mod:`a01gym.scenario.cache`) is one; the
 :class:`DirectorySource` here (a folder of bundle folders) is the other, for tests and small
 local setups. The :class:`CurriculumSampler` picks one entry per reset, deterministically for a
 given seed, weighted by a file that the feedback loop rewrites between runs (re-read when its
@@ -33,6 +33,7 @@ from typing import Protocol, runtime_checkable
 import yaml
 
 from a01gym.errors import ConfigError, ScenarioError
+from a01gym.scenario import cache
 from a01gym.scenario.bundle import Bundle
 
 __all__ = [
@@ -185,13 +186,7 @@ def open_source(path: Path | str) -> ScenarioSource:
     )
     if looks_like_bundles:
         return DirectorySource(path)
-    try:
-        from a01gym.factory import cache
-    except ImportError as exc:
-        raise ScenarioError(
-            f"{path} holds no bundles and the factory cache is not available ({exc})"
-        ) from exc
-    return cache.ScenarioCache(path)  # type: ignore[no-any-return]
+    return cache.ScenarioCache(path)
 
 
 def check_source(path: Path | str) -> dict[str, int]:

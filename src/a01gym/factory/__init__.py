@@ -1,6 +1,6 @@
 """The scenario factory: author → spec → mutator → compiler → gold gates → cache.
 
-Offline only: a runtime reads the cache (``a01gym.factory.cache``) and never builds scenarios.
+Offline only: a runtime reads the cache (``a01gym.scenario.cache``) and never builds scenarios.
 
 * ``families``, ``domains``: the catalog; ``spec``: the draft model; ``config``: a run.
 * ``author``, ``llm_author``: produce drafts behind one ``Author`` protocol.

@@ -1,4 +1,5 @@
-"""The versioned, content-addressed scenario cache, and its read API for the runtime.
+"""The versioned, content-addressed scenario cache: its writes (the runtime reads it through
+:mod:`a01gym.scenario.cache`, without this module).
 
 Layout::
 
@@ -11,7 +12,7 @@ Writes are atomic: a bundle is written under ``tmp/`` and moved into place with 
 ``os.rename``, then its index row is committed. A build killed at any point leaves either no
 trace or an orphan that :meth:`ScenarioCache.repair` removes; readers only ever see index rows
 whose directory is complete. One writer at a time holds an exclusive ``flock``; readers need no
-lock. The runtime reads with :meth:`ScenarioCache.entries` and :meth:`ScenarioCache.load`.
+lock. Reads (``entries``, ``entry``, ``load``, ``rejections``) are the base class's.
 """
 
 from __future__ import annotations
@@ -27,16 +28,16 @@ import shutil
 import sqlite3
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
-from a01gym.errors import BundleError, ScenarioError
+from a01gym.errors import ScenarioError
+from a01gym.scenario import cache as scenario_cache
 from a01gym.scenario.bundle import Bundle
-from a01gym.scenario.manifest import FORMAT_VERSION
+from a01gym.scenario.cache import CacheEntry, Rejection
 
-__all__ = ["CacheEntry", "CacheLockedError", "Provenance", "Rejection", "ScenarioCache"]
+__all__ = ["CacheLockedError", "Provenance", "ScenarioCache"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,62 +88,17 @@ class Provenance(BaseModel):
     config_hash: str
 
 
-class CacheEntry(BaseModel):
-    """One index row: what the runtime samples from."""
+class ScenarioCache(scenario_cache.ScenarioCache):
+    """A cache directory the factory writes: the read-only cache plus the writer lock,
+    atomic adds, rejections and repair."""
 
-    hash: str
-    name: str
-    family: str
-    cwe: str
-    domain: str
-    difficulty: str = Field(description="Band: easy | medium | hard.")
-    difficulty_score: float = Field(description="Structural score in [0, 1].")
-    split: str
-    sites: list[str]
-    hint_level: int
-    author: str
-    model: str | None
-    config_hash: str
-    spec_sha256: str
-    validation: dict[str, Any] = Field(default_factory=dict)
-    created_at: float
-
-
-class Rejection(BaseModel):
-    """A candidate that did not make it, with the reason."""
-
-    spec_sha256: str | None
-    family: str
-    domain: str
-    stage: str = Field(description="author | compile | gates")
-    reason: str
-    author: str
-    model: str | None
-    config_hash: str
-    created_at: float
-
-
-class ScenarioCache:
-    """A cache directory. Cheap to construct; nothing is read until asked."""
-
-    def __init__(self, root: Path | str) -> None:
-        self.root = Path(root)
-        self.entries_dir = self.root / f"v{FORMAT_VERSION}"
-        self.index_path = self.root / "index.sqlite"
-
-    # -- plumbing ----------------------------------------------------------------------------
     def _connect(self, *, create: bool = False) -> sqlite3.Connection:
-        if create:
-            self.root.mkdir(parents=True, exist_ok=True)
-        elif not self.index_path.exists():
-            raise ScenarioError(
-                f"no scenario cache at {self.root}",
-                hint="build one with `a01gym factory build --config factory.yaml --out DIR`",
-            )
+        if not create:
+            return super()._connect()
+        self.root.mkdir(parents=True, exist_ok=True)
         connection = sqlite3.connect(self.index_path, timeout=30.0)
         connection.row_factory = sqlite3.Row
-        if create:
-            connection.executescript(_SCHEMA)
+        connection.executescript(_SCHEMA)
         return connection
 
     @contextlib.contextmanager
@@ -267,87 +223,3 @@ class ScenarioCache:
         for line in removed:
             logger.info("cache repair: removed %s", line)
         return removed
-
-    # -- reads -------------------------------------------------------------------------------
-    def entries(
-        self,
-        *,
-        split: str | None = None,
-        family: str | None = None,
-        difficulty: str | tuple[float, float] | None = None,
-        domain: str | None = None,
-    ) -> list[CacheEntry]:
-        """Index rows, filtered; ordered by hash so sampling by index is deterministic.
-
-        Args:
-            split: ``train`` or ``eval``.
-            family: e.g. ``F01``.
-            difficulty: a band (``easy``/``medium``/``hard``) or an inclusive score range.
-            domain: e.g. ``invoices``.
-        """
-        where, params = [], []
-        for column, value in (("split", split), ("family", family), ("domain", domain)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                params.append(value)
-        if isinstance(difficulty, str):
-            where.append("difficulty = ?")
-            params.append(difficulty)
-        elif difficulty is not None:
-            where.append("difficulty_score BETWEEN ? AND ?")
-            params += [difficulty[0], difficulty[1]]
-        sql = "SELECT * FROM scenarios" + (" WHERE " + " AND ".join(where) if where else "")
-        with contextlib.closing(self._connect()) as connection:
-            rows = connection.execute(sql + " ORDER BY hash", params).fetchall()
-        return [self._entry(row) for row in rows]
-
-    @staticmethod
-    def _entry(row: sqlite3.Row) -> CacheEntry:
-        data = dict(row)
-        data["sites"] = data["sites"].split(",")
-        data["validation"] = json.loads(data["validation"])
-        return CacheEntry.model_validate(data)
-
-    def entry(self, digest: str) -> CacheEntry:
-        """The index row of ``digest`` (a unique prefix of at least 6 characters works).
-
-        Raises:
-            ScenarioError: when no row or several rows match.
-        """
-        if len(digest) < 6:
-            raise ScenarioError(f"hash prefix {digest!r} is too short (need 6+ characters)")
-        with contextlib.closing(self._connect()) as connection:
-            rows = connection.execute(
-                "SELECT * FROM scenarios WHERE hash LIKE ? ORDER BY hash LIMIT 2", [digest + "%"]
-            ).fetchall()
-        if len(rows) != 1:
-            problem = "no scenario" if not rows else "several scenarios"
-            raise ScenarioError(f"{problem} with hash {digest!r} in {self.root}")
-        return self._entry(rows[0])
-
-    def load(self, digest: str, *, verify: bool = False) -> Bundle:
-        """Load a bundle by full hash (or unique prefix); ``verify`` re-checks its hash.
-
-        Raises:
-            ScenarioError: unknown hash; BundleError: unreadable or (with verify) modified.
-        """
-        if len(digest) != 64:
-            digest = self.entry(digest).hash
-        path = self.entries_dir / digest
-        if not path.is_dir():
-            raise ScenarioError(f"no scenario {digest[:12]} in {self.root}")
-        bundle = Bundle.load(path)
-        if verify:
-            bundle.verify_hash()
-            if bundle.manifest.content_hash != digest:
-                raise BundleError(str(path), "directory name does not match the content hash")
-        return bundle
-
-    def rejections(self) -> list[Rejection]:
-        """Every rejected candidate, oldest first."""
-        with contextlib.closing(self._connect()) as connection:
-            rows = connection.execute("SELECT * FROM rejections ORDER BY id").fetchall()
-        return [
-            Rejection.model_validate({k: v for k, v in dict(row).items() if k != "id"})
-            for row in rows
-        ]

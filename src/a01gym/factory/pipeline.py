@@ -22,10 +22,11 @@ from pydantic import BaseModel, Field
 from a01gym.errors import ScenarioError
 from a01gym.factory import compiler, gates, split
 from a01gym.factory.author import Author, AuthorError, DraftRequest, TemplateAuthor, plan
-from a01gym.factory.cache import Provenance, Rejection, ScenarioCache
+from a01gym.factory.cache import Provenance, ScenarioCache
 from a01gym.factory.config import FactoryConfig
 from a01gym.sandbox.backend import SandboxBackend
 from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.cache import Rejection
 
 __all__ = ["BuildSummary", "FamilyStats", "ProgressFn", "build", "build_demo", "make_author"]
 

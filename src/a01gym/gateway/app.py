@@ -23,7 +23,7 @@ from fastapi import FastAPI
 from pydantic import ConfigDict, Field
 
 from a01gym import __version__
-from a01gym.config import GatewaySettings, SandboxSettings, get_settings
+from a01gym.config import Settings, get_settings
 from a01gym.env import models, tools
 from a01gym.env.environment import A01Environment, EnvRuntime
 from a01gym.env.logger import RunLogger
@@ -90,33 +90,34 @@ def runtime_deps(runtime: EnvRuntime, *, own_backend: bool = True) -> GatewayDep
     )
 
 
-def _backend(settings: GatewaySettings, sandbox: SandboxSettings | None) -> SandboxBackend:
-    if settings.backend == "local":
+def _backend(settings: Settings) -> SandboxBackend:
+    if settings.gateway.backend == "local":
         from a01gym.sandbox.local import LocalBackend
 
-        return LocalBackend(sandbox)
-    if settings.backend == "kubernetes":
+        return LocalBackend(settings.sandbox)
+    if settings.gateway.backend == "kubernetes":
         from a01gym.sandbox.kubernetes import KubernetesBackend
 
-        return KubernetesBackend(get_settings().kubernetes)
-    raise ConfigError("gateway.backend", f"unknown backend {settings.backend!r}")
+        return KubernetesBackend(settings.kubernetes)
+    raise ConfigError("gateway.backend", f"unknown backend {settings.gateway.backend!r}")
 
 
-def _settings_deps(settings: GatewaySettings, sandbox: SandboxSettings | None) -> GatewayDeps:
-    if settings.cache is None:
+def _settings_deps(settings: Settings) -> GatewayDeps:
+    gateway = settings.gateway
+    if gateway.cache is None:
         raise ConfigError(
             "gateway.cache",
             "no scenario source configured",
             hint="pass --cache DIR (a factory cache or a folder of bundles)",
         )
-    backend = _backend(settings, sandbox)
+    backend = _backend(settings)
     runtime = EnvRuntime(
         backend=backend,
-        sampler=CurriculumSampler(open_source(settings.cache), weights_path=settings.weights),
-        logger=RunLogger(settings.runs_dir),
-        default_split=settings.split,
-        spares=WarmSpares(backend, per_scenario=2, max_total=settings.warm_spares)
-        if settings.warm_spares > 0
+        sampler=CurriculumSampler(open_source(gateway.cache), weights_path=gateway.weights),
+        logger=RunLogger(gateway.runs_dir),
+        default_split=gateway.split,
+        spares=WarmSpares(backend, per_scenario=2, max_total=gateway.warm_spares)
+        if gateway.warm_spares > 0
         else None,
     )
     return runtime_deps(runtime)
@@ -138,36 +139,32 @@ def _readme() -> str | None:
     return path.read_text() if path.is_file() else None
 
 
-def create_app(
-    settings: GatewaySettings | None = None,
-    *,
-    deps: GatewayDeps | None = None,
-    sandbox: SandboxSettings | None = None,
-) -> FastAPI:
+def create_app(settings: Settings | None = None, *, deps: GatewayDeps | None = None) -> FastAPI:
     """Build the gateway app.
 
     Args:
-        settings: process settings; read from ``A01GYM_GATEWAY__*`` when omitted.
-        deps: what to serve; built from ``settings`` (local backend, ``settings.cache``) when
+        settings: the process settings, one object: the ``gateway`` section, and the backend's
+            (``sandbox`` or ``kubernetes``) when ``deps`` is omitted; default
+            :func:`~a01gym.config.get_settings`.
+        deps: what to serve; built from ``settings`` (its backend, ``gateway.cache``) when
             omitted. Tests pass their own.
-        sandbox: the local backend's settings when ``deps`` is omitted; default
-            ``A01GYM_SANDBOX__*``.
 
     Raises:
         ConfigError: when the settings cannot produce a working gateway.
     """
-    settings = settings or get_settings().gateway
-    deps = deps or _settings_deps(settings, sandbox)
+    settings = settings or get_settings()
+    deps = deps or _settings_deps(settings)
+    gateway = settings.gateway
     metrics = GatewayMetrics(deps.pool_stats, deps.spares, deps.curriculum)
     sessions = SessionManager(
         deps.env_factory,
-        max_sessions=settings.max_sessions,
-        idle_timeout_s=settings.idle_timeout_s,
+        max_sessions=gateway.max_sessions,
+        idle_timeout_s=gateway.idle_timeout_s,
         metrics=metrics,
-        resume_grace_s=settings.resume_grace_s,
+        resume_grace_s=gateway.resume_grace_s,
     )
     ctx = GatewayContext(
-        settings=settings,
+        settings=gateway,
         sessions=sessions,
         metrics=metrics,
         tools=deps.tools,
@@ -192,7 +189,7 @@ def create_app(
         if deps.startup is not None:
             await deps.startup()
         sessions.start()
-        logger.info("gateway ready (max %d sessions)", settings.max_sessions)
+        logger.info("gateway ready (max %d sessions)", gateway.max_sessions)
         try:
             yield
         finally:
@@ -211,6 +208,6 @@ def create_app(
     app.include_router(http.router)
     app.include_router(mcp.router)
     app.include_router(ws.router)
-    if settings.token is not None:
-        app.add_middleware(TokenAuth, token=settings.token.get_secret_value())
+    if gateway.token is not None:
+        app.add_middleware(TokenAuth, token=gateway.token.get_secret_value())
     return app

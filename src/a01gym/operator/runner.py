@@ -15,8 +15,9 @@ import kopf
 from prometheus_client import start_http_server
 
 from a01gym.config import OperatorSettings, get_settings
-from a01gym.operator import handlers
+from a01gym.operator import handlers, netguard
 from a01gym.operator.metrics import OperatorMetrics
+from a01gym.sandbox.kubernetes import KubeClient, KubeCredentials
 
 __all__ = ["run"]
 
@@ -29,9 +30,14 @@ def run(
     stop_flag: threading.Event | None = None,
     ready_flag: threading.Event | None = None,
 ) -> None:
-    """Run until stopped (SIGINT/SIGTERM, or ``stop_flag``)."""
+    """Run until stopped (SIGINT/SIGTERM, or ``stop_flag``).
+
+    Raises:
+        ConfigError: no NetworkPolicy isolates sandbox pods and no explicit opt-out was given.
+    """
     settings = settings or get_settings().operator
     assert handlers.__all__  # importing the module registers the handlers
+    asyncio.run(_check_isolation(settings))
     metrics = OperatorMetrics()
     if settings.metrics_port:
         start_http_server(settings.metrics_port, settings.metrics_host)
@@ -47,3 +53,11 @@ def run(
             ready_flag=ready_flag,
         )
     )
+
+
+async def _check_isolation(settings: OperatorSettings) -> None:
+    kube = KubeClient(KubeCredentials.load(settings.kubeconfig))
+    try:
+        await netguard.check_sandbox_isolation(kube, settings)
+    finally:
+        await kube.aclose()

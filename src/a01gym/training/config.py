@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import difflib
 import enum
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -75,24 +74,14 @@ class RolloutSettings(_Section):
     temperature: float = Field(1.0, ge=0.0)
 
 
-class GatewaySettings(_Section):
+class GatewayTarget(_Section):
+    """The gateway the rollouts use: a running one, or one started in-process on a cache."""
+
     url: str | None = Field(None, description="A running gateway; null starts one in-process.")
     cache: Path | None = Field(None, description="Scenario cache for the in-process gateway.")
-    token_env: str = Field(
-        "A01GYM_TOKEN",
-        description="Environment variable with the gateway's bearer token, if it needs one "
-        "(a secret stays out of config files); sent as the /t/<token> URL prefix.",
-    )
-
-    def authenticated_url(self, url: str) -> str:
-        """``url`` with the token from ``token_env`` as its ``/t/<token>`` prefix, if set."""
-        token = os.environ.get(self.token_env, "").strip()
-        if not token or "/t/" in url:
-            return url
-        return f"{url.rstrip('/')}/t/{token}"
 
     @model_validator(mode="after")
-    def _one_source(self) -> GatewaySettings:
+    def _one_source(self) -> GatewayTarget:
         if self.url is None and self.cache is None:
             raise ValueError("set gateway.url (a running gateway) or gateway.cache")
         return self
@@ -129,8 +118,8 @@ class TrainConfig(_Section):
     model: str | None = Field(None, description="Local directory or hub id; null with --smoke.")
     output_dir: Path = Path("runs/train")
     seed: int = 0
-    gateway: GatewaySettings = Field(
-        default_factory=lambda: GatewaySettings(cache=Path(".cache/demo-scenarios"))
+    gateway: GatewayTarget = Field(
+        default_factory=lambda: GatewayTarget(cache=Path(".cache/demo-scenarios"))
     )
     data: DataSettings = Field(default_factory=DataSettings)
     lora: LoraSettings = Field(default_factory=LoraSettings)

@@ -5,9 +5,13 @@ materialises their volumes (emptyDirs as directories, Secrets and ConfigMaps fet
 API server, a PersistentVolumeClaim as ``<claims>/<claimName>``, like a local-path
 provisioner), rewrites the container's paths onto those directories, and starts it:
 
-- a sandbox supervisor is forked (the module is imported once here, so each pod costs a fork,
-  not an interpreter start) on its own 127.x address, probed on ``/healthz`` like the readiness
-  probe would, and reported Running/Ready with the pod IP;
+- a sandbox supervisor runs as its pod spec says, under bubblewrap (``podrun.py``): the pod's
+  uid, every capability dropped, a read-only root, a size-limited tmpfs per emptyDir, its token
+  Secret at its mountPath, its own env and args; so a sandbox that needs root or a writable
+  root fails here as on a cluster. ``--pod-runtime fork`` instead forks it from here (the module
+  is imported once, so each pod costs a fork, not an interpreter start: for bursts that measure
+  the operator). Either way it listens on its own 127.x address, is probed on ``/healthz`` like
+  the readiness probe would, and is reported Running/Ready with the pod IP;
 - a pod of the platform image (no ``command``: the image's entrypoint is ``a01gym``) runs the
   local venv's ``a01gym`` console script with the container's args and env, in the pod's
   ``/tmp`` volume. Service URLs (``http://<service>:<port>``) are rewritten through the
@@ -41,6 +45,8 @@ from typing import Any
 
 # Imported lazily by uvicorn when a server starts; importing them once here means every
 # forked pod starts without importing anything.
+import podrun
+
 from a01gym.sandbox import control, isolation
 from a01gym.sandbox.kubernetes import KubeApiError, KubeClient, KubeConnectionError, KubeCredentials
 
@@ -62,8 +68,10 @@ class ProcessKubelet:
         ip_prefix: str,
         claims: Path | None = None,
         services: Path | None = None,
+        pod_runtime: str = "bwrap",
     ) -> None:
         self.kube, self.ns, self.root = kube, namespace, root
+        self.pod_runtime = pod_runtime
         self.claims, self.services = claims or root / "claims", services
         self.running: dict[str, tuple[int, Path]] = {}  # pod uid -> (pid, dir)
         self.names: dict[str, str] = {}  # pod uid -> name
@@ -149,7 +157,10 @@ class ProcessKubelet:
                 port = container["ports"][0]["containerPort"]
                 ip = self.free_ip(port)
                 async with self.slots:
-                    pid = _fork([*argv[3:], "--host", ip], workdir / "container.log")
+                    if self.pod_runtime == "bwrap":
+                        pid = self.spawn_jailed(pod, container, ip, workdir)
+                    else:
+                        pid = _fork([*argv[3:], "--host", ip], workdir / "container.log")
                     self.running[uid] = (pid, workdir)
                     self.names[uid] = name
                     # The readiness probe: GET /healthz until it answers 200 (for up to ~4 s).
@@ -165,10 +176,14 @@ class ProcessKubelet:
                 script = str(Path(sys.executable).with_name("a01gym"))
                 skip = 1 if container.get("command") else 0  # argv[0] would be `a01gym`
                 args = [self.resolve(a) for a in argv[skip:]]
-                env = {
-                    item["name"]: self.resolve(_remap(item["value"], mounts))
-                    for item in container.get("env", [])
-                }
+                env = {}
+                for item in container.get("env", []):
+                    if "value" in item:
+                        env[item["name"]] = self.resolve(_remap(item["value"], mounts))
+                        continue
+                    ref = item["valueFrom"]["secretKeyRef"]  # the only source the chart uses
+                    data = (await self.secret(ref["name"]))["data"][ref["key"]]
+                    env[item["name"]] = base64.b64decode(data).decode()
                 cwd = mounts.get(container.get("workingDir") or "/tmp", workdir)
                 pid = _spawn([script, *args], env, cwd, workdir / "container.log")
                 self.running[uid] = (pid, workdir)
@@ -214,6 +229,24 @@ class ProcessKubelet:
         finally:
             self.starting.discard(uid)
 
+    def spawn_jailed(
+        self, pod: dict[str, Any], container: dict[str, Any], ip: str, workdir: Path
+    ) -> int:
+        """Start the container as the pod spec says, under bubblewrap (``podrun``): its uid,
+        no capabilities, a read-only root, a tmpfs per emptyDir, its Secret volumes at their
+        mountPaths, its own env and args (only the pod IP is ours: ``--host``)."""
+        volumes = workdir / "volumes"
+        binds = {
+            m["mountPath"]: volumes / m["name"]
+            for m in container.get("volumeMounts", [])
+            if (volumes / m["name"]).is_dir()
+            and m["mountPath"] not in podrun.emptydir_mounts(pod["spec"], container)
+        }
+        env = {e["name"]: e["value"] for e in container.get("env", [])}
+        argv = [sys.executable, *container["command"][1:], *container["args"], "--host", ip]
+        command = podrun.bwrap_argv(pod["spec"], container, argv, env=env, binds=binds)
+        return _spawn(command, {}, workdir, workdir / "container.log")
+
     def free_ip(self, port: int) -> str:
         """The next pod IP whose ``port`` is free: other stacks (a parallel test run) may
         be using the same 127.x addresses, and a supervisor that cannot bind exits."""
@@ -238,6 +271,21 @@ class ProcessKubelet:
 
         return _SERVICE_URL.sub(swap, text)
 
+    async def secret(self, name: str) -> dict[str, Any]:
+        """The Secret ``name``, waiting for it to exist like a kubelet does.
+
+        Raises:
+            RuntimeError: it did not appear within ~5 s.
+        """
+        for _ in range(100):
+            try:
+                return await self.kube.get(f"/api/v1/namespaces/{self.ns}/secrets/{name}")
+            except KubeApiError as exc:
+                if exc.status != 404:
+                    raise
+                await asyncio.sleep(0.05)
+        raise RuntimeError(f"secret {name} never appeared")
+
     async def volumes(self, spec: dict[str, Any], workdir: Path) -> dict[str, Path]:
         local: dict[str, Path] = {}
         for volume in spec.get("volumes", []):
@@ -253,18 +301,7 @@ class ProcessKubelet:
                     (target / key).write_text(value)
             if "secret" in volume:
                 source = volume["secret"]
-                for _ in range(100):  # like the kubelet: wait for the Secret to exist
-                    try:
-                        secret = await self.kube.get(
-                            f"/api/v1/namespaces/{self.ns}/secrets/{source['secretName']}"
-                        )
-                        break
-                    except KubeApiError as exc:
-                        if exc.status != 404:
-                            raise
-                        await asyncio.sleep(0.05)
-                else:
-                    raise RuntimeError(f"secret {source['secretName']} never appeared")
+                secret = await self.secret(source["secretName"])
                 items = source.get("items") or [{"key": k, "path": k} for k in secret["data"]]
                 for item in items:
                     path = target / item["path"]
@@ -451,14 +488,22 @@ async def _main() -> None:
     parser.add_argument("--root", type=Path, required=True)
     parser.add_argument("--claims", type=Path, help="PVC directories (default: ROOT/claims)")
     parser.add_argument("--services", type=Path, help="JSON {'<service>:<port>': 'host:port'}")
+    parser.add_argument(
+        "--pod-runtime",
+        choices=("bwrap", "fork"),
+        default="bwrap",
+        help="sandbox pods under bubblewrap as their spec says (default), or forked from "
+        "here as plain host processes (cheaper: for bursts that measure the operator)",
+    )
     # Distinct per kubelet, so parallel stacks on one machine rarely meet (free_ip copes).
     parser.add_argument("--ip-prefix", default=f"127.{64 + os.getpid() % 160}")
     args = parser.parse_args()
     args.root.mkdir(parents=True, exist_ok=True)
     kube = KubeClient(KubeCredentials.load(args.kubeconfig))
     kubelet = ProcessKubelet(
-        kube, args.namespace, args.root, args.ip_prefix, args.claims, args.services
-    )
+        kube, args.namespace, args.root, args.ip_prefix, args.claims, args.services,
+        args.pod_runtime,
+    )  # fmt: skip
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)

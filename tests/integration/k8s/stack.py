@@ -53,6 +53,7 @@ class Stack:
     workdir: Path
     namespace: str = "a01gym-test"
     operator_env: dict[str, str] = dataclasses.field(default_factory=dict)
+    pod_runtime: str = "bwrap"  # the kubelet's --pod-runtime
     plane: ControlPlane = dataclasses.field(init=False)
     kubelet: subprocess.Popen[bytes] | None = None
     operator: subprocess.Popen[bytes] | None = None
@@ -88,8 +89,25 @@ class Stack:
 
     def _install(self) -> None:
         plane = self.plane
-        plane.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": self.namespace}})
-        docs = render_chart(plane.bin_dir / "helm", self.namespace, "pool.create=false")
+        # Pod Security Admission "restricted", as the chart labels its sandbox namespace: every
+        # pod the operator (and a chart Job) creates in the tests is admitted through it.
+        restricted = {f"pod-security.kubernetes.io/{m}": "restricted" for m in ("enforce", "warn")}
+        plane.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "Namespace",
+                "metadata": {"name": self.namespace, "labels": restricted},
+            }
+        )
+        # One namespace for the release and its sandboxes (the process kubelet watches one);
+        # test_chart_default.py checks the recommended two-namespace layout's RBAC.
+        docs = render_chart(
+            plane.bin_dir / "helm",
+            self.namespace,
+            "pool.create=false",
+            f"sandbox.namespace.name={self.namespace}",
+            "sandbox.namespace.create=false",
+        )
         self.rendered = docs
         for doc in docs:
             if doc["kind"] == "CustomResourceDefinition":
@@ -139,6 +157,8 @@ class Stack:
                     str(self.claims),
                     "--services",
                     str(self.services),
+                    "--pod-runtime",
+                    self.pod_runtime,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -13,7 +13,7 @@ from apihelpers import Api
 from openenv.core.generic_client import GenericEnvClient
 from stack import Stack
 
-from a01gym.config import GatewaySettings
+from a01gym.config import GatewaySettings, Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.gateway import app as gateway_app
@@ -85,7 +85,7 @@ async def test_full_openenv_episode_through_the_gateway_on_kubernetes(
         logger=RunLogger(tmp_path),
     )
     deps = gateway_app.runtime_deps(runtime, own_backend=False)
-    app = gateway_app.create_app(GatewaySettings(runs_dir=tmp_path), deps=deps)
+    app = gateway_app.create_app(Settings(gateway=GatewaySettings(runs_dir=tmp_path)), deps=deps)
     async with server.background(app) as url, GenericEnvClient(base_url=url) as env:
         first = await env.reset(seed=7)
         assert first.observation["result"]["scenario"] == idor_bundle.manifest.content_hash

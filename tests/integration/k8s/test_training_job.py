@@ -5,7 +5,9 @@ and metrics in the run directory the values chose, on the output claim."""
 
 from __future__ import annotations
 
+import base64
 import json
+import secrets
 import signal
 import subprocess
 import sys
@@ -28,11 +30,14 @@ CACHE_CLAIM = f"{RELEASE}-scenarios"  # the chart's own scenario cache claim
 RUNS_CLAIM = "a01gym-train-runs"
 RUN_NAME = "smoke"
 JOB_TIMEOUT_S = 1500.0
+TOKEN = secrets.token_urlsafe(24)
+"""The gateway's token: the Job reads it from the chart's token Secret (applied with it)."""
 
 
 @pytest.fixture
 def gateway(stack: Stack, tmp_path: Path) -> Iterator[str]:
-    """``a01gym serve`` (local sandboxes) on the scenario cache claim; yields host:port."""
+    """``a01gym serve`` (local sandboxes) on the scenario cache claim, with ``TOKEN`` as
+    the chart's gateway would have; yields host:port."""
     cache = stack.claims / CACHE_CLAIM
     if not cache.is_dir() or not any(cache.iterdir()):  # built once per session
         pipeline.build_demo(cache, count=12)
@@ -41,7 +46,8 @@ def gateway(stack: Stack, tmp_path: Path) -> Iterator[str]:
     with open(log, "wb") as out:
         process = subprocess.Popen(
             [str(Path(sys.executable).with_name("a01gym")), "serve", "--host", "127.0.0.1",
-             "--port", str(port), "--cache", str(cache), "--runs-dir", str(tmp_path / "runs")],
+             "--port", str(port), "--cache", str(cache), "--runs-dir", str(tmp_path / "runs"),
+             "--token", TOKEN],
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     try:
@@ -94,11 +100,12 @@ def test_grpo_job_runs_train_smoke_to_complete_with_the_adapter_on_the_output_cl
             {
                 "pool": {"create": False},
                 "jobs": {
+                    "factory": {"enabled": False},  # the cache is built by the fixture
                     "grpo": {
                         "enabled": True,
                         "smoke": True,
                         "output": {"claim": RUNS_CLAIM, "mountPath": "/runs", "runName": RUN_NAME},
-                    }
+                    },
                 },
             }
         )
@@ -118,6 +125,9 @@ def test_grpo_job_runs_train_smoke_to_complete_with_the_adapter_on_the_output_cl
     stack.publish_service(name, port, gateway)
 
     ns, job_name = stack.namespace, job["metadata"]["name"]
+    token_secret = _one(docs, "Secret")  # the chart's generated gateway token
+    token_secret["data"]["token"] = base64.b64encode(TOKEN.encode()).decode()
+    stack.plane.apply(token_secret, ns)
     stack.plane.apply(config_map, ns)
     stack.plane.apply(job, ns)
     try:

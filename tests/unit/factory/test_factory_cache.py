@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from a01gym.factory import author, compiler, config
-from a01gym.factory.cache import CacheLockedError, Provenance, Rejection, ScenarioCache
+from a01gym.factory.cache import CacheLockedError, Provenance, ScenarioCache
 from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.cache import Rejection
 
 PROVENANCE = Provenance(author="template", model=None, config_hash="c0ffee")
 

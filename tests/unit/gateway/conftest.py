@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from a01gym.config import GatewaySettings
+from a01gym.config import GatewaySettings, Settings
 from a01gym.env import models, tools
 from a01gym.env.environment import ResetParams, StepOutcome, note_ignored
 from a01gym.gateway import app as gateway_app
@@ -97,7 +97,7 @@ def echo_gateway() -> GatewayFactory:
     async def start(**overrides: Any) -> AsyncIterator[str]:
         settings = GatewaySettings(runs_dir=None, **overrides)
         deps = gateway_app.GatewayDeps(env_factory=EchoEnv)
-        app = gateway_app.create_app(settings, deps=deps)
+        app = gateway_app.create_app(Settings(gateway=settings), deps=deps)
         async with server.background(app) as url:
             yield url
 
