@@ -8,9 +8,8 @@ build the tests from the helpers here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.httptest import (
     BodyContains,
     DbCheck,
@@ -20,6 +19,9 @@ from a01gym.scenario.httptest import (
     TestKind,
 )
 from a01gym.scenario.manifest import Fixture
+
+if TYPE_CHECKING:  # the spec module imports the family registry, which imports this module
+    from a01gym.factory.spec import ScenarioSpec
 
 __all__ = [
     "SPOOF",
