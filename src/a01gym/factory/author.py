@@ -158,6 +158,10 @@ class TemplateAuthor:
             manager_reads=rng.random() < 0.3,
             admin_edits=rng.random() < 0.7,
         )
+        if "manager" in fam.needs_roles:
+            features = features.model_copy(update={"manager_reads": True})
+        if "support" in fam.needs_roles:
+            features = features.model_copy(update={"support_reads": True})
         names = {slot: rng.choice(pool) for slot, pool in _NAMES.items()}
         actors = [
             ActorSpec(name="anonymous", role="anonymous"),

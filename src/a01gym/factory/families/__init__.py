@@ -43,6 +43,7 @@ TrapKind = Literal[
     "forbid_extra",
     "response_only",
     "over_block",
+    "prefix_allow",
 ]
 TRAP_KINDS: tuple[str, ...] = TrapKind.__args__  # type: ignore[attr-defined]
 
@@ -59,6 +60,7 @@ from a01gym.factory.families import (  # noqa: E402
     f08_export_filter,
     f09_response_model,
     f10_path_traversal,
+    f11_open_redirect,
     f13_method_confusion,
     f14_path_mismatch,
     f17_forced_browsing,
@@ -75,6 +77,7 @@ _MODULES = (
     f08_export_filter,
     f09_response_model,
     f10_path_traversal,
+    f11_open_redirect,
     f13_method_confusion,
     f14_path_mismatch,
     f17_forced_browsing,
@@ -83,7 +86,6 @@ _MODULES = (
 FAMILIES: dict[str, Family] = {m.FAMILY.id: m.FAMILY for m in _MODULES}
 
 PLANNED: dict[str, tuple[str, tuple[str, ...]]] = {
-    "F11": ("Open redirect", ("CWE-601",)),
     "F12": ("CORS misconfiguration with credentials", ("CWE-942", "CWE-346")),
     "F15": ("JWT verification skipped or weakened", ("CWE-347", "CWE-345", "CWE-287")),
     "F16": (
