@@ -211,6 +211,8 @@ class _Renderer(
         middleware = [*self.extra.main_setup, *middleware]
         routers = sorted([*_ROUTERS, *self.extra.routers])
         app_modules = "db, security" if needs_mw else "db"
+        if "config." in "".join(self.extra.main_setup):
+            app_modules = "config, " + app_modules
         return self.t(
             '''
             """$app_name: application assembly (schema, middleware, routers)."""

@@ -44,6 +44,8 @@ TrapKind = Literal[
     "response_only",
     "over_block",
     "prefix_allow",
+    "no_credentials",
+    "prefix_regex",
 ]
 TRAP_KINDS: tuple[str, ...] = TrapKind.__args__  # type: ignore[attr-defined]
 
@@ -61,6 +63,7 @@ from a01gym.factory.families import (  # noqa: E402
     f09_response_model,
     f10_path_traversal,
     f11_open_redirect,
+    f12_cors_credentials,
     f13_method_confusion,
     f14_path_mismatch,
     f17_forced_browsing,
@@ -78,6 +81,7 @@ _MODULES = (
     f09_response_model,
     f10_path_traversal,
     f11_open_redirect,
+    f12_cors_credentials,
     f13_method_confusion,
     f14_path_mismatch,
     f17_forced_browsing,
@@ -86,7 +90,6 @@ _MODULES = (
 FAMILIES: dict[str, Family] = {m.FAMILY.id: m.FAMILY for m in _MODULES}
 
 PLANNED: dict[str, tuple[str, tuple[str, ...]]] = {
-    "F12": ("CORS misconfiguration with credentials", ("CWE-942", "CWE-346")),
     "F15": ("JWT verification skipped or weakened", ("CWE-347", "CWE-345", "CWE-287")),
     "F16": (
         "Predictable or unbound reset, invite or share tokens",
