@@ -46,6 +46,7 @@ TrapKind = Literal[
     "prefix_allow",
     "no_credentials",
     "prefix_regex",
+    "alg_from_header",
 ]
 TRAP_KINDS: tuple[str, ...] = TrapKind.__args__  # type: ignore[attr-defined]
 
@@ -66,6 +67,7 @@ from a01gym.factory.families import (  # noqa: E402
     f12_cors_credentials,
     f13_method_confusion,
     f14_path_mismatch,
+    f15_jwt_verification,
     f17_forced_browsing,
 )
 
@@ -84,13 +86,13 @@ _MODULES = (
     f12_cors_credentials,
     f13_method_confusion,
     f14_path_mismatch,
+    f15_jwt_verification,
     f17_forced_browsing,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.id: m.FAMILY for m in _MODULES}
 
 PLANNED: dict[str, tuple[str, tuple[str, ...]]] = {
-    "F15": ("JWT verification skipped or weakened", ("CWE-347", "CWE-345", "CWE-287")),
     "F16": (
         "Predictable or unbound reset, invite or share tokens",
         ("CWE-640", "CWE-330", "CWE-639"),

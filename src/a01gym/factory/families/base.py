@@ -65,6 +65,8 @@ class Family:
     """Where the A01 fit is loose: the OWASP 2021 categories the CWEs really map to."""
     needs_roles: tuple[str, ...] = ()
     """Actor roles the family's exploits need (the author adds them, the spec insists)."""
+    trap_sites: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)
+    """trap -> the site it needs among the spec's sites (otherwise it changes nothing)."""
     cross_tenant: bool = True
     """Whether the first site is also attacked from the other tenant."""
     regressions: Callable[[Cast], list[HttpTest]] = dataclasses.field(
