@@ -68,6 +68,7 @@ from a01gym.factory.families import (  # noqa: E402
     f13_method_confusion,
     f14_path_mismatch,
     f15_jwt_verification,
+    f16_share_tokens,
     f17_forced_browsing,
 )
 
@@ -87,16 +88,13 @@ _MODULES = (
     f13_method_confusion,
     f14_path_mismatch,
     f15_jwt_verification,
+    f16_share_tokens,
     f17_forced_browsing,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.id: m.FAMILY for m in _MODULES}
 
 PLANNED: dict[str, tuple[str, tuple[str, ...]]] = {
-    "F16": (
-        "Predictable or unbound reset, invite or share tokens",
-        ("CWE-640", "CWE-330", "CWE-639"),
-    ),
     "F18": (
         "State-changing GET, CSRF-able cookie-authenticated endpoints",
         ("CWE-352", "CWE-1275"),
