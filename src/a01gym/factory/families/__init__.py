@@ -47,6 +47,7 @@ TrapKind = Literal[
     "no_credentials",
     "prefix_regex",
     "alg_from_header",
+    "referer_check",
 ]
 TRAP_KINDS: tuple[str, ...] = TrapKind.__args__  # type: ignore[attr-defined]
 
@@ -70,6 +71,7 @@ from a01gym.factory.families import (  # noqa: E402
     f15_jwt_verification,
     f16_share_tokens,
     f17_forced_browsing,
+    f18_csrf,
 )
 
 _MODULES = (
@@ -90,15 +92,12 @@ _MODULES = (
     f15_jwt_verification,
     f16_share_tokens,
     f17_forced_browsing,
+    f18_csrf,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.id: m.FAMILY for m in _MODULES}
 
 PLANNED: dict[str, tuple[str, tuple[str, ...]]] = {
-    "F18": (
-        "State-changing GET, CSRF-able cookie-authenticated endpoints",
-        ("CWE-352", "CWE-1275"),
-    ),
     "F19": ("Optional-auth dependency misused as required", ("CWE-862", "CWE-287")),
     "F20": (
         "Privilege escalation through role or permission management",

@@ -13,17 +13,12 @@ from typing import Any
 
 from a01gym.factory import testkit
 from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
-from a01gym.factory.families.shared import R
+from a01gym.factory.families.shared import R, frontend_origin
 from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
 
-__all__ = ["FAMILY", "frontend_origin"]
+__all__ = ["FAMILY"]
 
 _EVIL = "https://evilexample.test"
-
-
-def frontend_origin(spec: Any) -> str:
-    """The web front end of the spec's app (the only origin that may use credentials)."""
-    return f"https://{spec.domain.id.replace('_', '-')}.example.test"
 
 
 def _origins(mode: str, seed: int) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from a01gym.factory import testkit
 from a01gym.scenario.httptest import HttpTest, StatusIn, Step, TestKind
 
-__all__ = ["R", "own_account", "public_guide"]
+__all__ = ["R", "frontend_origin", "own_account", "public_guide"]
 
 R = TestKind.REGRESSION
 
@@ -35,3 +37,8 @@ def own_account(cast: testkit.Cast) -> list[HttpTest]:
             description="a user reads their own account, private fields included",
         )
     ]
+
+
+def frontend_origin(spec: Any) -> str:
+    """The web front end of the spec's app (the origin its browser pages come from)."""
+    return f"https://{spec.domain.id.replace('_', '-')}.example.test"
