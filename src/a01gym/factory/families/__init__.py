@@ -48,6 +48,7 @@ TrapKind = Literal[
     "prefix_regex",
     "alg_from_header",
     "referer_check",
+    "require_login",
 ]
 TRAP_KINDS: tuple[str, ...] = TrapKind.__args__  # type: ignore[attr-defined]
 
@@ -72,6 +73,7 @@ from a01gym.factory.families import (  # noqa: E402
     f16_share_tokens,
     f17_forced_browsing,
     f18_csrf,
+    f19_optional_auth,
 )
 
 _MODULES = (
@@ -93,12 +95,12 @@ _MODULES = (
     f16_share_tokens,
     f17_forced_browsing,
     f18_csrf,
+    f19_optional_auth,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.id: m.FAMILY for m in _MODULES}
 
 PLANNED: dict[str, tuple[str, tuple[str, ...]]] = {
-    "F19": ("Optional-auth dependency misused as required", ("CWE-862", "CWE-287")),
     "F20": (
         "Privilege escalation through role or permission management",
         ("CWE-269", "CWE-266", "CWE-863"),
