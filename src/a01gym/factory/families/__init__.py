@@ -49,6 +49,7 @@ TrapKind = Literal[
     "alg_from_header",
     "referer_check",
     "require_login",
+    "target_role",
 ]
 TRAP_KINDS: tuple[str, ...] = TrapKind.__args__  # type: ignore[attr-defined]
 
@@ -74,6 +75,7 @@ from a01gym.factory.families import (  # noqa: E402
     f17_forced_browsing,
     f18_csrf,
     f19_optional_auth,
+    f20_role_escalation,
 )
 
 _MODULES = (
@@ -96,6 +98,7 @@ _MODULES = (
     f17_forced_browsing,
     f18_csrf,
     f19_optional_auth,
+    f20_role_escalation,
 )
 
 FAMILIES: dict[str, Family] = {m.FAMILY.id: m.FAMILY for m in _MODULES}
