@@ -4,8 +4,8 @@
 The app gets ``app/routers/signin.py``: ``GET /auth/continue?next=`` (after signing in) and
 ``GET /auth/signout?return_to=``. The secure app sends the browser only to its own paths or
 to pages on ``config.TRUSTED_REDIRECT_HOSTS``; the vulnerable one redirects wherever the link
-says. Exploits are links the victim follows (``follow_redirects`` is off in the runner, so the
-``Location`` header is judged); the ``prefix_allow`` trap (an allow-list by string prefix) is
+says. Exploits are links the victim follows (the runner does not follow redirects, so the
+``Location`` header is judged, whatever the status); the ``prefix_allow`` trap (an allow-list by string prefix) is
 caught by a look-alike host.
 """
 
@@ -21,7 +21,6 @@ from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, Tes
 __all__ = ["FAMILY", "HELP_HOST"]
 
 HELP_HOST = "help.example.test"
-_REDIRECTS = [301, 302, 303, 307, 308]
 # site -> (path, query parameter, the default landing page)
 _SITES = {
     "redirect.continue": ("/auth/continue", "next", None),
@@ -160,7 +159,7 @@ def _exploits(
                     actor=victim,
                     path=path,
                     query={param: payload},
-                    expect=[StatusIn(statuses=_REDIRECTS), BodyContains(value=f"location: {host}")],
+                    expect=[BodyContains(value=f"location: {host}")],
                 )
             ],
         )

@@ -114,6 +114,17 @@ def _exploits(
     cast: testkit.Cast, site: str, attacker: str, victim: str, tag: str
 ) -> list[HttpTest]:
     manager = cast.manager or attacker
+    if site == "roles.grant" and tag.startswith("visible"):
+        # the agent's reproduction: the manager grants administrator to a teammate
+        return [
+            HttpTest(
+                id=f"{tag}.{site}",
+                kind=TestKind.EXPLOIT,
+                description="a manager grants the administrator role to a teammate",
+                steps=[_set_role(manager, cast.outsider2, "admin")],
+                db_checks=[_role_check(cast.outsider2)],
+            )
+        ]
     if site == "roles.grant":
         return [
             HttpTest(
