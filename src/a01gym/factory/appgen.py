@@ -12,6 +12,9 @@ The difficulty knobs change the code: ``distance`` moves record checks from the 
 service layer or into the SQL itself, ``indirection`` switches admin guards between per-route
 dependencies, router-level dependencies, a decorator and a path-prefix middleware, and decoys
 add code that looks risky but is safe. Generated code never names its bug in a comment.
+Families whose routes are not part of this skeleton (open redirects, CORS, API tokens, share
+links, forms, feeds, team roles) add their modules, tables, settings and ``main.py`` lines
+through their ``app`` hook (:class:`~a01gym.factory.families.FamilyApp`).
 
 Nothing here imports or executes the generated code; tests only ``ast.parse`` it.
 """
