@@ -61,13 +61,12 @@ def _app(r: Any) -> FamilyApp:
                     raise HTTPException(status.HTTP_404_NOT_FOUND, "user not found")
                 if not user.is_admin:
                     if user.role != "manager"$only_admins:
-                        raise HTTPException(status.HTTP_403_FORBIDDEN, "only managers and administrators manage roles")
-            $checks
+                        raise HTTPException(status.HTTP_403_FORBIDDEN, "only managers and administrators manage roles")$checks
                 users.update(user_id, {"role": body.role})
                 repository.audit(connection, user, "role", f"user {user_id} -> {body.role}")
                 return users.get(user_id) or {}
             ''',
-            checks="\n".join(checks),
+            checks="".join("\n" + check for check in checks),
             only_admins=" or True" if only_admins else "",
         )
     head = r.t(
