@@ -27,6 +27,7 @@ from a01gym.factory import author, compiler, config, families, gates, pipeline
 from a01gym.factory.cache import ScenarioCache
 from a01gym.sandbox.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.httptest import TestKind
 from a01gym.scenario.scoring import PARTIAL_CREDIT
 
 
@@ -80,6 +81,34 @@ async def _passes_every_gate(bundle: Bundle) -> None:
         assert not trap.resolved and trap.score <= PARTIAL_CREDIT, trap.name
     assert len({run.seed for run in report.runs}) == len(report.runs)
     assert bundle.manifest.visible_seed not in {run.seed for run in report.runs}
+
+
+def _visible_reproduction_bundle(family: str) -> Bundle:
+    """A hint-level-4 scenario whose hidden suite is its visible exploit plus its regressions."""
+    cfg = config.FactoryConfig(count=30, families=[family], seed=3)
+    spec = next(
+        s
+        for s in (author.TemplateAuthor().draft(r) for r in author.plan(cfg))
+        if s.knobs.hint_level == 4
+    )
+    bundle = compiler.compile_bundle(spec)
+    visible = [t for t in bundle.manifest.visible_tests if t.kind is TestKind.EXPLOIT]
+    assert len(visible) == 1
+    regressions = [t for t in bundle.hidden.tests if t.kind is TestKind.REGRESSION]
+    hidden = bundle.hidden.model_copy(update={"tests": visible + regressions, "traps": {}})
+    return dataclasses.replace(bundle, hidden=hidden).with_hash()
+
+
+@pytest.mark.parametrize(
+    "family", [f.id for f in families.FAMILIES.values() if f.exploits is not None]
+)
+async def test_visible_reproduction_fails_on_the_app_and_passes_after_the_fix(family: str) -> None:
+    # The agent's reproduction (hint level 4) must show the bug in its own world, and the
+    # reference fix must block it, or the hint misleads.
+    bundle = _visible_reproduction_bundle(family)
+    async with LocalBackend(pool_size=2) as backend:
+        report = await gates.gate_bundle(backend, bundle, seed=1, semaphore=asyncio.Semaphore(2))
+    assert report.admitted, report.reason
 
 
 async def test_trap_that_fixes_the_bug_is_rejected_with_its_reason() -> None:

@@ -211,7 +211,7 @@ def _fixture(cast: testkit.Cast) -> dict[str, list[dict[str, object]]]:
                 "created_by": testkit.id_of(owner),
                 "revoked": 0,
             }
-            for owner in (cast.peer, cast.outsider)
+            for owner in (cast.peer, cast.outsider, cast.outsider2)
         ]
     }
 

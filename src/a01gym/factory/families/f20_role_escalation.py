@@ -141,13 +141,16 @@ def _exploits(
                 db_checks=[_role_check(manager)],
             )
         ]
+    # the target must be in the other tenant than the manager's (tenant b): the agent's
+    # reproduction uses the second tenant-a user, the hidden exploit the first
+    target = cast.peer if tag.startswith("visible") else cast.victim
     return [
         HttpTest(
-            id=f"{tag}.{site}.{victim}",
+            id=f"{tag}.{site}.{target}",
             kind=TestKind.EXPLOIT,
-            description=f"a manager changes the role of {victim} in another tenant",
-            steps=[_set_role(manager, victim, "manager")],
-            db_checks=[_role_check(victim)],
+            description=f"a manager changes the role of {target} in another tenant",
+            steps=[_set_role(manager, target, "manager")],
+            db_checks=[_role_check(target)],
         )
     ]
 
