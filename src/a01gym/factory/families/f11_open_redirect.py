@@ -1,8 +1,8 @@
 # ruff: noqa: E501  (templates of generated code keep the generated line lengths)
 """F11: sign-in and sign-out redirects that follow any target the link names (CWE-601).
 
-The app gets ``app/routers/signin.py``: ``GET /auth/continue?next=`` (after signing in) and
-``GET /auth/signout?return_to=``. The secure app sends the browser only to its own paths or
+The app gets ``app/routers/signin.py`` (session routes, plus ``GET /auth/continue?next=``
+after signing in and ``GET /auth/signout?return_to=``). The secure app sends the browser only to its own paths or
 to pages on ``config.TRUSTED_REDIRECT_HOSTS``; the vulnerable one redirects wherever the link
 says. Exploits are links the victim follows (the runner does not follow redirects, so the
 ``Location`` header is judged, whatever the status); the ``prefix_allow`` trap (an allow-list by string prefix) is
@@ -94,43 +94,74 @@ def _app(r: Any) -> FamilyApp:
         r.t(
             '''
             def landing_target(target: str | None, default: str) -> str:
-                """An in-app path or a page on a trusted host; anything else lands on ``default``."""
-                if not target:
-                    return default
-                parts = urlsplit(target)
+                """The target when it is one of our paths or a trusted host, else ``default``."""
+                parts = urlsplit(target or "")
                 if parts.scheme or parts.netloc:
-                    trusted = parts.scheme == "https" and parts.hostname in config.TRUSTED_REDIRECT_HOSTS
-                    return target if trusted else default
-                if not target.startswith("/") or "\\\\" in target:
-                    return default
-                return target
+                    ok = parts.scheme == "https" and parts.hostname in config.TRUSTED_REDIRECT_HOSTS
+                else:
+                    ok = (target or "").startswith("/") and "\\\\" not in (target or "")
+                return target if target and ok else default
             '''
         )
         if helper_needed
         else ""
     )
     signs_out = any("def sign_out(" in h for h in handlers)
+    r.route("GET", "/auth/session")
+    r.route("GET", "/auth/sessions")
+    r.route("POST", "/auth/signout-everywhere")
+    sessions = r.t(
+        '''
+        @router.get("/session")
+        def read_session(
+            user: CurrentUser = Depends(security.current_user),
+            connection: sqlite3.Connection = Depends(db.get_db),
+        ) -> dict[str, Any]:
+            """Who the browser is signed in as, and on how many devices."""
+            active = connection.execute("SELECT COUNT(*) FROM sessions WHERE user_id = ?", [user.id]).fetchone()[0]
+            return {"username": user.username, "role": user.role, "active_sessions": active}
+
+
+        @router.get("/sessions")
+        def list_sessions(
+            user: CurrentUser = Depends(security.current_user),
+            connection: sqlite3.Connection = Depends(db.get_db),
+        ) -> list[dict[str, str]]:
+            """The caller's active sessions, tokens shortened so the page never shows one whole."""
+            rows = connection.execute("SELECT token FROM sessions WHERE user_id = ? ORDER BY token", [user.id])
+            return [{"session": row["token"][:6] + "..."} for row in rows.fetchall()]
+
+
+        @router.post("/signout-everywhere", status_code=status.HTTP_204_NO_CONTENT)
+        def sign_out_everywhere(
+            user: CurrentUser = Depends(security.current_user),
+            connection: sqlite3.Connection = Depends(db.get_db),
+        ) -> Response:
+            """End every session of the caller (a lost phone, a shared computer)."""
+            connection.execute("DELETE FROM sessions WHERE user_id = ?", [user.id])
+            connection.commit()
+            return Response(status_code=status.HTTP_204_NO_CONTENT)
+        '''
+    )
     head = r.t(
         '''
-        """Where the browser goes after signing in or out."""
+        """Sessions: who is signed in, and where the browser goes after signing in or out."""
 
-        ${imports}from fastapi import APIRouter, Depends, ${request}status
+        import sqlite3
+        from typing import Any
+        ${urlsplit}
+        from fastapi import APIRouter, Depends, ${request}Response, status
         from fastapi.responses import RedirectResponse
 
-        from app import config, ${db}security
+        from app import config, db, security
         from app.security import CurrentUser
 
         router = APIRouter(prefix="/auth", tags=["auth"])
         ''',
-        imports="".join(
-            (["import sqlite3\n"] if signs_out else [])
-            + (["from urllib.parse import urlsplit\n"] if helper_needed else [])
-            + (["\n"] if signs_out or helper_needed else [])
-        ),
+        urlsplit="from urllib.parse import urlsplit\n" if helper_needed else "",
         request="Request, " if signs_out else "",
-        db="db, " if signs_out else "",
     )
-    text = head + "\n\n\n" + "\n\n\n".join([helper, *handlers] if helper else handlers) + "\n"
+    text = "\n\n\n".join([head, *([helper] if helper else []), sessions, *handlers]) + "\n"
     return FamilyApp(
         files={"app/routers/signin.py": text},
         routers=["signin"],

@@ -103,7 +103,7 @@ def _app(r: Any) -> FamilyApp:
         from fastapi import APIRouter, Depends, HTTPException, Request, status
         from pydantic import BaseModel, Field
 
-        from app import ${config}db, policy, repository, security
+        from app import ${config}db, models, policy, repository, security
         from app.security import CurrentUser
 
         router = APIRouter(prefix="/web", tags=["web"])
@@ -123,7 +123,19 @@ def _app(r: Any) -> FamilyApp:
         hmac="import hmac\n" if "hmac." in "".join(helpers) else "",
         config="config, " if "config." in "".join(helpers) else "",
     )
-    text = "\n\n\n".join([head, *helpers, *handlers]) + "\n"
+    r.route("GET", "/web/account")
+    account = r.t(
+        '''
+        @router.get("/account", response_model=models.UserPrivate)
+        def read_account_page(
+            user: CurrentUser = Depends(cookie_user),
+            connection: sqlite3.Connection = Depends(db.get_db),
+        ) -> dict[str, Any]:
+            """The account page's data (a read: no form token needed)."""
+            return repository.UserRepository(connection).get(user.id) or {}
+        '''
+    )
+    text = "\n\n\n".join([head, *helpers, account, *handlers]) + "\n"
     return FamilyApp(
         files={"app/routers/web.py": text},
         routers=["web"],

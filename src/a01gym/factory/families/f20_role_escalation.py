@@ -1,7 +1,8 @@
 # ruff: noqa: E501  (templates of generated code keep the generated line lengths)
 """F20: privilege escalation through team role management.
 
-The app gets ``app/routers/members.py``: ``PUT /team/members/{user_id}/role``. Administrators
+The app gets ``app/routers/members.py``: ``GET /team/members`` and
+``PUT /team/members/{user_id}/role``. Administrators
 set any role; a manager sets the role of users in their own tenant, to ``user`` or ``manager``
 only. Sites: ``roles.grant`` (the requested role is not checked, so a manager makes themselves
 administrator) and ``roles.tenant`` (the target's tenant is not checked). The exploit of the
@@ -84,7 +85,22 @@ def _app(r: Any) -> FamilyApp:
         router = APIRouter(prefix="/team", tags=["team"])
         '''
     )
-    text = head + ("\n\n\n" + handler if handler else "") + "\n"
+    r.route("GET", "/team/members")
+    listing = r.t(
+        '''
+        @router.get("/members", response_model=list[models.UserPublic])
+        def list_members(
+            user: CurrentUser = Depends(security.current_user),
+            connection: sqlite3.Connection = Depends(db.get_db),
+        ) -> list[dict[str, Any]]:
+            """The members of the caller's $tenant_noun, with their roles for managers."""
+            members = repository.UserRepository(connection).in_tenant(user.tenant_id)
+            if user.role in ("manager", "admin"):
+                return [{**member, "display_name": f"{member['display_name']} ({member['role']})"} for member in members]
+            return members
+        '''
+    )
+    text = "\n\n\n".join([head, listing, *([handler] if handler else [])]) + "\n"
     if "config." not in handler:
         text = text.replace("from app import config, db,", "from app import db,")
     return FamilyApp(
