@@ -21,7 +21,7 @@ def main() -> None:
     if not BLOCK.search(text):
         raise SystemExit(f"{DOC} has no <!-- families:begin --> ... <!-- families:end --> block")
     DOC.write_text(BLOCK.sub(lambda m: m.group(1) + families.catalog_table() + m.group(2), text))
-    print(f"wrote the table of {len(families.FAMILIES) + len(families.PLANNED)} families to {DOC}")
+    print(f"wrote the table of {len(families.FAMILIES)} families to {DOC}")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """Gold gates and builds in real local sandboxes (no mocks).
 
-For every implemented family one template scenario must pass all gates: the vulnerable app is
-exploitable by every hidden exploit and passes regression, the reference fix resolves it, and
-no trap does. A bundle with a trap equal to its fix must be rejected with that reason. Slow
-tests build whole caches (reproducibility, interrupted builds).
+For every family of the catalog (all 20) a single-site and a multi-site template scenario must
+pass all gates: the vulnerable app is exploitable by every hidden exploit and passes
+regression, the reference fix resolves it, and no trap does (fix-one-sibling included). A
+bundle with a trap equal to its fix must be rejected with that reason. Slow tests build whole
+caches (reproducibility with one candidate per family, interrupted builds).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from a01gym.factory import author, compiler, config, families, gates, pipeline
 from a01gym.factory.cache import ScenarioCache
 from a01gym.sandbox.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.httptest import TestKind
 from a01gym.scenario.scoring import PARTIAL_CREDIT
 
 
@@ -34,9 +36,35 @@ def _bundle(family: str, index: int = 0) -> Bundle:
     return compiler.compile_bundle(author.TemplateAuthor().draft(author.plan(cfg)[index]))
 
 
+def _multi_site_bundle(family: str) -> Bundle:
+    """The first template scenario of ``family`` with two or more sites."""
+    cfg = config.FactoryConfig(count=12, families=[family])
+    for request in author.plan(cfg):
+        spec = author.TemplateAuthor().draft(request)
+        if len(spec.bug.sites) > 1:
+            return compiler.compile_bundle(spec)
+    raise AssertionError(f"no multi-site template scenario of {family} in 12 drafts")
+
+
+def test_the_catalog_has_all_twenty_families() -> None:
+    assert sorted(families.FAMILIES) == [f"F{n:02d}" for n in range(1, 21)]
+
+
 @pytest.mark.parametrize("family", sorted(families.FAMILIES))
 async def test_family_scenario_passes_every_gate(family: str) -> None:
-    bundle = _bundle(family)
+    await _passes_every_gate(_bundle(family))
+
+
+@pytest.mark.parametrize(
+    "family", [f for f in sorted(families.FAMILIES) if len(families.FAMILIES[f].sites) > 1]
+)
+async def test_multi_site_family_scenario_passes_every_gate(family: str) -> None:
+    bundle = _multi_site_bundle(family)
+    assert "fix_one_sibling" in bundle.hidden.traps
+    await _passes_every_gate(bundle)
+
+
+async def _passes_every_gate(bundle: Bundle) -> None:
     async with LocalBackend(pool_size=2) as backend:
         report = await gates.gate_bundle(backend, bundle, seed=3, semaphore=asyncio.Semaphore(2))
     assert report.admitted, report.reason
@@ -53,6 +81,34 @@ async def test_family_scenario_passes_every_gate(family: str) -> None:
         assert not trap.resolved and trap.score <= PARTIAL_CREDIT, trap.name
     assert len({run.seed for run in report.runs}) == len(report.runs)
     assert bundle.manifest.visible_seed not in {run.seed for run in report.runs}
+
+
+def _visible_reproduction_bundle(family: str) -> Bundle:
+    """A hint-level-4 scenario whose hidden suite is its visible exploit plus its regressions."""
+    cfg = config.FactoryConfig(count=30, families=[family], seed=3)
+    spec = next(
+        s
+        for s in (author.TemplateAuthor().draft(r) for r in author.plan(cfg))
+        if s.knobs.hint_level == 4
+    )
+    bundle = compiler.compile_bundle(spec)
+    visible = [t for t in bundle.manifest.visible_tests if t.kind is TestKind.EXPLOIT]
+    assert len(visible) == 1
+    regressions = [t for t in bundle.hidden.tests if t.kind is TestKind.REGRESSION]
+    hidden = bundle.hidden.model_copy(update={"tests": visible + regressions, "traps": {}})
+    return dataclasses.replace(bundle, hidden=hidden).with_hash()
+
+
+@pytest.mark.parametrize(
+    "family", [f.id for f in families.FAMILIES.values() if f.exploits is not None]
+)
+async def test_visible_reproduction_fails_on_the_app_and_passes_after_the_fix(family: str) -> None:
+    # The agent's reproduction (hint level 4) must show the bug in its own world, and the
+    # reference fix must block it, or the hint misleads.
+    bundle = _visible_reproduction_bundle(family)
+    async with LocalBackend(pool_size=2) as backend:
+        report = await gates.gate_bundle(backend, bundle, seed=1, semaphore=asyncio.Semaphore(2))
+    assert report.admitted, report.reason
 
 
 async def test_trap_that_fixes_the_bug_is_rejected_with_its_reason() -> None:
@@ -96,10 +152,11 @@ async def test_app_that_does_not_start_is_rejected() -> None:
 
 @pytest.mark.slow
 async def test_build_is_reproducible_and_split_holds_out(tmp_path: Path) -> None:
-    cfg = config.FactoryConfig(count=14, seed=4, gates=config.GateConfig(workers=2))
+    cfg = config.FactoryConfig(count=20, seed=4, gates=config.GateConfig(workers=2))
     first = await pipeline.build(cfg, tmp_path / "a")
     second = await pipeline.build(cfg, tmp_path / "b")
-    assert first.admitted >= 13, first.per_family
+    assert set(first.per_family) == set(families.FAMILIES)  # one candidate of each of the 20
+    assert first.admitted >= 19, first.per_family
     assert first.hashes == second.hashes
     cache = ScenarioCache(tmp_path / "a")
     entries = cache.entries()

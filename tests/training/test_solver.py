@@ -102,7 +102,7 @@ def test_eval_registry_builds_the_solver_and_needs_a_cache() -> None:
 # -- real scenarios through the gateway ------------------------------------------------------
 @pytest.fixture(scope="module")
 def demo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A demo-size cache (what `a01gym demo` builds by default: 50 scenarios, 13 families)."""
+    """A demo-size cache (what `a01gym demo` builds by default: 50 scenarios, 20 families)."""
     path = tmp_path_factory.mktemp("cache") / "demo"
     summary = pipeline.build_demo(path, count=50, seed=0)
     assert summary.admitted >= 40, summary

@@ -2,9 +2,11 @@
 
 Offline only: a runtime reads the cache (``a01gym.scenario.cache``) and never builds scenarios.
 
-* ``families``, ``domains``: the catalog; ``spec``: the draft model; ``config``: a run.
+* ``families`` (a package, one module per family), ``domains``: the catalog; ``spec``: the
+  draft model; ``config``: a run.
 * ``author``, ``llm_author``: produce drafts behind one ``Author`` protocol.
-* ``appgen`` (with ``appdata``, ``approutes``, ``codetext``): render apps site by site.
+* ``appgen`` (with ``appcore``, ``apppolicy``, ``appdata``, ``approutes`` = ``routes_records``
+  + ``routes_reports`` + ``routes_admin``, and ``codetext``): render apps site by site.
 * ``mutator``: the correct app, the vulnerable one and the trap patches.
 * ``testkit``, ``exploits``, ``regressions``: the fixture and the declarative tests.
 * ``compiler``: the bundle; ``gates``: admission in real sandboxes.

@@ -119,7 +119,7 @@ _NAMES = {
 def applicable_traps(family_id: str, sites: list[str], features: PolicyFeatures) -> list[str]:
     """The family's traps that the hidden suite can tell apart from a fix for this spec."""
     fam = families.family(family_id)
-    traps = list(fam.traps)
+    traps = [t for t in fam.traps if fam.trap_sites.get(t, sites[0]) in sites]
     if len(sites) > 1:
         traps += list(fam.multi_site_traps)
     admin_can_act = "record.delete" in sites or features.admin_edits
@@ -158,6 +158,10 @@ class TemplateAuthor:
             manager_reads=rng.random() < 0.3,
             admin_edits=rng.random() < 0.7,
         )
+        if "manager" in fam.needs_roles:
+            features = features.model_copy(update={"manager_reads": True})
+        if "support" in fam.needs_roles:
+            features = features.model_copy(update={"support_reads": True})
         names = {slot: rng.choice(pool) for slot, pool in _NAMES.items()}
         actors = [
             ActorSpec(name="anonymous", role="anonymous"),

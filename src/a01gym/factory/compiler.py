@@ -135,7 +135,8 @@ def policy_lines(spec: ScenarioSpec) -> list[str]:
         "holder and administrators."
     )
     lines.append("The health check and the administrator guide are public.")
-    return lines
+    extra = families.family(spec.bug.family).policy
+    return lines + (extra(spec) if extra is not None else [])
 
 
 def lint_workspace(files: dict[str, str]) -> None:
@@ -233,6 +234,7 @@ def compile_bundle(spec: ScenarioSpec, mutation: Mutation | None = None) -> Bund
             "difficulty": spec.difficulty_band(),
             "difficulty_score": f"{spec.difficulty():.3f}",
             "spec_sha256": digest,
+            **({"owasp_mapping": fam.mapping} if fam.mapping else {}),
         },
     )
     workspace = {path: text.encode() for path, text in sorted(workspace_text.items())}

@@ -43,7 +43,9 @@ __all__ = ["GateReport", "RunSummary", "gate_bundle", "gate_many", "run_seed"]
 
 logger = logging.getLogger(__name__)
 
-_BREAKS_LEGITIMATE_USE = frozenset({"deny_all", "delete_route", "over_filter", "admin_break"})
+_BREAKS_LEGITIMATE_USE = frozenset(
+    {"deny_all", "delete_route", "over_filter", "admin_break", "no_credentials", "require_login"}
+)
 """Traps that work by refusing legitimate use; some regression test must catch each one."""
 
 

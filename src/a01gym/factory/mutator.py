@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from a01gym.factory import appgen
+from a01gym.factory import appgen, families
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.fixtures import FixtureValues
 
@@ -77,7 +77,7 @@ def trap_variant(spec: ScenarioSpec, trap: str) -> appgen.Variant:
         "response_only",
         "over_block",
     }
-    if trap in simple:
+    if trap in simple or trap in families.family(fam).traps:
         return appgen.Variant(modes=dict.fromkeys(sites, trap))
     raise ValueError(f"unknown trap {trap!r}")
 

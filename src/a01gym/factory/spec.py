@@ -284,6 +284,9 @@ class ScenarioSpec(_Model):
         if features.manager_reads != ("manager" in roles):
             raise ValueError("a 'manager' actor exists exactly when the policy grants it reads")
         fam = families.FAMILIES[self.bug.family]
+        missing = [role for role in fam.needs_roles if role not in roles]
+        if missing:
+            raise ValueError(f"{fam.id} needs actors with the roles {missing}")
         allowed = set(fam.traps) | (set(fam.multi_site_traps) if len(self.bug.sites) > 1 else set())
         bad = [t for t in self.traps if t not in allowed]
         if bad or len(set(self.traps)) != len(self.traps):

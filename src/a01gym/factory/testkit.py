@@ -8,9 +8,9 @@ build the tests from the helpers here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from a01gym.factory.spec import ScenarioSpec
+from a01gym.factory import families
 from a01gym.scenario.httptest import (
     BodyContains,
     DbCheck,
@@ -20,6 +20,9 @@ from a01gym.scenario.httptest import (
     TestKind,
 )
 from a01gym.scenario.manifest import Fixture
+
+if TYPE_CHECKING:  # the spec module imports the family registry, which imports this module
+    from a01gym.factory.spec import ScenarioSpec
 
 __all__ = [
     "SPOOF",
@@ -133,48 +136,50 @@ def build_fixture(spec: ScenarioSpec) -> Fixture:
         (cast.peer, "notes.txt", f"{cast.peer}_file"),
         (cast.outsider, "plan.txt", f"{cast.outsider}_file"),
     ]
-    return Fixture(
-        tables={
-            "tenants": [
-                {"id": id_of("tenant_a"), "name": spec.domain.tenant_names[0]},
-                {"id": id_of("tenant_b"), "name": spec.domain.tenant_names[1]},
-            ],
-            "users": users,
-            "sessions": sessions,
-            cast.table: records,
-            "attachments": [
-                {
-                    "id": id_of(f"file_{key}"),
-                    "owner_id": id_of(owner),
-                    "filename": name,
-                    "content": f"file {canary(key)}\n",
-                }
-                for owner, name, key in attachments
-            ],
-            "audit_log": [
-                {
-                    "id": id_of("audit_1"),
-                    "tenant_id": id_of("tenant_a"),
-                    "actor_id": id_of(cast.admin),
-                    "action": "review",
-                    "detail": f"quarterly access review {canary('audit')}",
-                },
-            ],
-            "settings": [
-                {"key": "service_key", "value": canary("service_key")},
-                {"key": "smtp_host", "value": "mail.internal"},
-            ],
-            "tenant_settings": [
-                {
-                    "tenant_id": id_of(f"tenant_{tenant}"),
-                    "currency": currency,
-                    "retention_days": 90,
-                    "webhook_url": "https://hooks.example.test/" + canary(f"webhook_{tenant}"),
-                }
-                for tenant, currency in (("a", "EUR"), ("b", "USD"))
-            ],
-        }
-    )
+    tables: dict[str, list[dict[str, object]]] = {
+        "tenants": [
+            {"id": id_of("tenant_a"), "name": spec.domain.tenant_names[0]},
+            {"id": id_of("tenant_b"), "name": spec.domain.tenant_names[1]},
+        ],
+        "users": users,
+        "sessions": sessions,
+        cast.table: records,
+        "attachments": [
+            {
+                "id": id_of(f"file_{key}"),
+                "owner_id": id_of(owner),
+                "filename": name,
+                "content": f"file {canary(key)}\n",
+            }
+            for owner, name, key in attachments
+        ],
+        "audit_log": [
+            {
+                "id": id_of("audit_1"),
+                "tenant_id": id_of("tenant_a"),
+                "actor_id": id_of(cast.admin),
+                "action": "review",
+                "detail": f"quarterly access review {canary('audit')}",
+            },
+        ],
+        "settings": [
+            {"key": "service_key", "value": canary("service_key")},
+            {"key": "smtp_host", "value": "mail.internal"},
+        ],
+        "tenant_settings": [
+            {
+                "tenant_id": id_of(f"tenant_{tenant}"),
+                "currency": currency,
+                "retention_days": 90,
+                "webhook_url": "https://hooks.example.test/" + canary(f"webhook_{tenant}"),
+            }
+            for tenant, currency in (("a", "EUR"), ("b", "USD"))
+        ],
+    }
+    extra = families.family(spec.bug.family).fixture
+    for table, rows in (extra(cast) if extra is not None else {}).items():
+        tables[table] = [*tables.get(table, []), *rows]
+    return Fixture(tables=tables)
 
 
 # -- small builders ---------------------------------------------------------------------------

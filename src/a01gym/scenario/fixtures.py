@@ -4,6 +4,8 @@ A template string holds placeholders ``{{kind:name}}``. Every value is derived f
 ``sha256(seed, kind, name)`` alone, so a render does not depend on traversal order and the
 same seed gives the same world on every machine. A string that is exactly one ``{{id:…}}``
 placeholder renders to an ``int``, so templates can carry numeric ids in JSON bodies.
+``{{jwt:<actor>.<variant>}}`` renders a JSON Web Token for the actor (signed with the world's
+``token_signing_key`` secret, expired, forged or unsigned), since a test cannot sign one.
 
 Visible tests are rendered with the bundle's fixed ``visible_seed``; hidden runs get a fresh
 seed, so a patch that special-cases the values the agent saw cannot pass them.
@@ -11,7 +13,10 @@ seed, so a patch that special-cases the values the agent saw cannot pass them.
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
+import json
 import re
 import uuid
 from collections.abc import Mapping
@@ -21,7 +26,11 @@ from a01gym.errors import ScenarioError
 
 __all__ = ["PLACEHOLDER", "FixtureValues"]
 
-PLACEHOLDER = re.compile(r"\{\{\s*(canary|id|user|token|uuid|secret|var):([A-Za-z0-9_.-]+)\s*\}\}")
+PLACEHOLDER = re.compile(
+    r"\{\{\s*(canary|id|user|token|uuid|secret|jwt|var):([A-Za-z0-9_.-]+)\s*\}\}"
+)
+_JWT_EXPIRY = {"expired": 1_000_000_000}
+_JWT_FAR_FUTURE = 4_102_444_800
 
 _ID_LOW, _ID_SPAN = 10_000, 9_990_000
 _ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
@@ -60,10 +69,37 @@ class FixtureValues:
             result = "tok_" + digest[:16].hex()
         elif kind == "secret":
             result = digest[:12].hex()
+        elif kind == "jwt":
+            result = self._jwt(name)
         else:  # uuid
             result = str(uuid.UUID(bytes=digest[:16], version=4))
         self._cache[key] = result
         return result
+
+    def _jwt(self, name: str) -> str:
+        """``{{jwt:<actor>.<variant>}}``: an HS256 JWT whose ``sub`` is the actor's id.
+
+        ``signed`` and ``expired`` are signed with ``{{secret:token_signing_key}}`` (the key a
+        scenario seeds for its app), ``forged`` with another key, ``none`` carries
+        ``alg: none`` and no signature. Tests cannot compute signatures, so the world does.
+        """
+        actor, _, variant = name.rpartition(".")
+        if not actor or variant not in ("signed", "expired", "forged", "none"):
+            raise ScenarioError(
+                f"jwt placeholder {name!r} is not <actor>.signed|expired|forged|none"
+            )
+        alg = "none" if variant == "none" else "HS256"
+        claims = {
+            "sub": str(self.value("id", actor)),
+            "exp": _JWT_EXPIRY.get(variant, _JWT_FAR_FUTURE),
+        }
+        head = _b64url(json.dumps({"alg": alg, "typ": "JWT"}).encode())
+        body = _b64url(json.dumps(claims).encode())
+        if variant == "none":
+            return f"{head}.{body}."
+        key = self.value("secret", "forged_key" if variant == "forged" else "token_signing_key")
+        mac = hmac.new(str(key).encode(), f"{head}.{body}".encode(), hashlib.sha256).digest()
+        return f"{head}.{body}.{_b64url(mac)}"
 
     def _unique_id(self, name: str) -> int:
         attempt = 0
@@ -91,3 +127,7 @@ class FixtureValues:
         if "{{" not in text:
             return text
         return PLACEHOLDER.sub(lambda m: str(self.value(m.group(1), m.group(2))), text)
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()

@@ -110,8 +110,8 @@ def test_tests_and_fixture_use_only_placeholders(spec_for: Any) -> None:
     assert {"id", "canary", "user", "token"} <= kinds
 
 
-def test_fixture_covers_every_table_the_app_creates(spec_for: Any) -> None:
-    spec = spec_for("F10")
+def test_fixture_covers_every_table_the_app_creates(family_id: str, spec_for: Any) -> None:
+    spec = spec_for(family_id)
     tables = set(testkit.build_fixture(spec).tables)
     schema = mutator.mutate(spec).vulnerable.files["app/db.py"]
     created = {line.split()[5] for line in schema.splitlines() if "CREATE TABLE" in line}

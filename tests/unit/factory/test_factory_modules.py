@@ -12,7 +12,7 @@ import pytest
 import a01gym.factory
 
 MODULES = [
-    *sorted(f"a01gym.factory.{m.name}" for m in pkgutil.iter_modules(a01gym.factory.__path__)),
+    *sorted(m.name for m in pkgutil.walk_packages(a01gym.factory.__path__, "a01gym.factory.")),
     "a01gym.cli.factory",
 ]
 HIGHER = ("a01gym.env", "a01gym.gateway", "a01gym.operator", "a01gym.training", "a01gym.cli")

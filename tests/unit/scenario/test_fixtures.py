@@ -1,5 +1,10 @@
 """Fixture templates re-randomise per seed and are stable for a given seed."""
 
+import base64
+import hashlib
+import hmac
+import json
+
 import pytest
 
 from a01gym.errors import ScenarioError
@@ -56,3 +61,33 @@ def test_a_header_that_is_exactly_an_id_stays_text():
     values = FixtureValues(4)
     step = Step.model_validate(values.render({"path": "/x", "headers": {"X-Id": "{{id:a}}"}}))
     assert step.headers["X-Id"] == str(values.value("id", "a"))
+
+
+def _jwt_parts(token: str) -> tuple[dict[str, object], dict[str, object], str]:
+    head, body, signature = token.split(".")
+
+    def decode(part: str) -> dict[str, object]:
+        return json.loads(base64.urlsafe_b64decode(part + "=" * (-len(part) % 4)))
+
+    return decode(head), decode(body), signature
+
+
+def test_jwt_placeholder_signs_forges_and_strips_tokens_for_an_actor():
+    values = FixtureValues(11)
+    key = str(values.value("secret", "token_signing_key")).encode()
+    for variant in ("signed", "expired", "forged", "none"):
+        token = values.render("{{jwt:alice." + variant + "}}")
+        header, claims, signature = _jwt_parts(token)
+        assert claims["sub"] == str(values.value("id", "alice"))
+        head, body, _ = token.split(".")
+        mac = hmac.new(key, f"{head}.{body}".encode(), hashlib.sha256).digest()
+        genuine = base64.urlsafe_b64encode(mac).rstrip(b"=").decode()
+        assert (signature == genuine) == (variant in ("signed", "expired"))
+        assert (header["alg"] == "none") == (variant == "none") == (signature == "")
+        assert (claims["exp"] < 2_000_000_000) == (variant == "expired")
+    assert FixtureValues(12).render("{{jwt:alice.signed}}") != values.render("{{jwt:alice.signed}}")
+
+
+def test_jwt_placeholder_names_the_variants_it_knows():
+    with pytest.raises(ScenarioError, match=r"<actor>\.signed\|expired\|forged\|none"):
+        FixtureValues(1).render("{{jwt:alice.unsigned}}")

@@ -1,0 +1,117 @@
+"""F02: the read route checks ownership, its write and delete siblings do not."""
+
+from __future__ import annotations
+
+from a01gym.factory import testkit
+from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families.shared import R
+from a01gym.scenario.httptest import HttpTest
+
+__all__ = ["FAMILY"]
+
+
+def _regressions(cast: testkit.Cast) -> list[HttpTest]:
+    spec, sites = cast.spec, set(cast.spec.bug.sites)
+    v, p, adm = cast.victim, cast.peer, cast.admin
+    vp, op = f"{v}_private", f"{cast.outsider}_private"
+    row = f"{cast.url}/{testkit.id_of(vp)}"
+    tests: list[HttpTest] = []
+    add = tests.append
+    if "record.update" in sites:
+        add(
+            testkit.write_test(
+                "regression.owner_update",
+                R,
+                v,
+                "PATCH",
+                row,
+                f"SELECT {cast.title} FROM {cast.table} WHERE id = ?",
+                [testkit.id_of(vp)],
+                body={cast.title: "Updated title"},
+                statuses=[200],
+                description="the owner edits their record",
+            )
+        )
+        if spec.features.admin_edits:
+            add(
+                testkit.write_test(
+                    "regression.admin_update",
+                    R,
+                    adm,
+                    "PATCH",
+                    f"{cast.url}/{testkit.id_of(op)}",
+                    f"SELECT {cast.title} FROM {cast.table} WHERE id = ?",
+                    [testkit.id_of(op)],
+                    body={cast.title: "Moderated"},
+                    statuses=[200],
+                    description="an administrator edits any record",
+                )
+            )
+    if "record.archive" in sites:
+        add(
+            testkit.write_test(
+                "regression.owner_archive",
+                R,
+                v,
+                "POST",
+                f"{row}/archive",
+                f"SELECT status FROM {cast.table} WHERE id = ?",
+                [testkit.id_of(vp)],
+                statuses=[200],
+                description="the owner archives their record",
+            )
+        )
+        if spec.features.admin_edits:
+            add(
+                testkit.write_test(
+                    "regression.admin_archive",
+                    R,
+                    adm,
+                    "POST",
+                    f"{cast.url}/{testkit.id_of(op)}/archive",
+                    f"SELECT status FROM {cast.table} WHERE id = ?",
+                    [testkit.id_of(op)],
+                    statuses=[200],
+                    description="an administrator archives any record",
+                )
+            )
+    if "record.delete" in sites:
+        add(
+            testkit.write_test(
+                "regression.owner_delete",
+                R,
+                p,
+                "DELETE",
+                f"{cast.url}/{testkit.id_of(p + '_private')}",
+                f"SELECT COUNT(*) FROM {cast.table} WHERE id = ?",
+                [testkit.id_of(p + "_private")],
+                statuses=[204],
+                description="the owner deletes their record",
+            )
+        )
+        add(
+            testkit.write_test(
+                "regression.admin_delete",
+                R,
+                adm,
+                "DELETE",
+                f"{cast.url}/{testkit.id_of(op)}",
+                f"SELECT COUNT(*) FROM {cast.table} WHERE id = ?",
+                [testkit.id_of(op)],
+                statuses=[204],
+                description="an administrator deletes any record",
+            )
+        )
+    return tests
+
+
+FAMILY = Family(
+    "F02",
+    "Ownership checked on read but not on write/delete siblings",
+    "CWE-639",
+    ("CWE-639", "CWE-862", "CWE-285"),
+    OWASP_A01,
+    ("record.update", "record.delete", "record.archive"),
+    ("deny_all", "delete_route", "status_only", "client_trust", "hardcode", "admin_break"),
+    regressions=_regressions,
+)

@@ -1,0 +1,65 @@
+"""F04: an administration route that checks login but not the administrator role."""
+
+from __future__ import annotations
+
+from a01gym.factory import testkit
+from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families.shared import R
+from a01gym.scenario.httptest import HttpTest
+
+__all__ = ["FAMILY"]
+
+
+def _regressions(cast: testkit.Cast) -> list[HttpTest]:
+    sites = set(cast.spec.bug.sites)
+    adm = cast.admin
+    tests: list[HttpTest] = []
+    if "admin.users" in sites:
+        tests.append(
+            testkit.read_test(
+                "regression.admin_users",
+                R,
+                adm,
+                "/admin/users",
+                f"{cast.outsider}_key",
+                description="an administrator lists accounts",
+            )
+        )
+    if "admin.audit" in sites:
+        tests.append(
+            testkit.read_test(
+                "regression.admin_audit",
+                R,
+                adm,
+                "/admin/audit",
+                "audit",
+                description="an administrator reads the audit log",
+            )
+        )
+    if "admin.disable" in sites:
+        tests.append(
+            testkit.write_test(
+                "regression.admin_disable",
+                R,
+                adm,
+                "POST",
+                f"/admin/users/{testkit.id_of(cast.outsider2)}/disable",
+                "SELECT is_active FROM users WHERE id = ?",
+                [testkit.id_of(cast.outsider2)],
+                statuses=[200],
+                description="an administrator disables an account",
+            )
+        )
+    return tests
+
+
+FAMILY = Family(
+    "F04",
+    "Function-level authorization missing (authenticated is not admin)",
+    "CWE-285",
+    ("CWE-285", "CWE-862", "CWE-863"),
+    OWASP_A01,
+    ("admin.users", "admin.audit", "admin.disable"),
+    ("deny_all", "delete_route", "status_only", "client_trust", "hardcode"),
+    regressions=_regressions,
+)

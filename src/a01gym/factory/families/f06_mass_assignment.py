@@ -1,0 +1,78 @@
+"""F06: input models that let a caller set privileged fields (role, owner, tenant)."""
+
+from __future__ import annotations
+
+from a01gym.factory import testkit
+from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families.shared import R, own_account
+from a01gym.scenario.httptest import HttpTest
+
+__all__ = ["FAMILY"]
+
+
+def _regressions(cast: testkit.Cast) -> list[HttpTest]:
+    sites = set(cast.spec.bug.sites)
+    v, p = cast.victim, cast.peer
+    tests = own_account(cast)
+    if "profile.update" in sites:
+        tests.append(
+            testkit.write_test(
+                "regression.profile_update",
+                R,
+                v,
+                "PATCH",
+                "/users/me",
+                "SELECT display_name FROM users WHERE id = ?",
+                [testkit.id_of(v)],
+                statuses=[200],
+                body={
+                    "id": testkit.id_of(v),
+                    "username": testkit.user_of(v),
+                    "display_name": "New Name",
+                    "email": testkit.user_of(v) + "@example.test",
+                },
+                description="the web client posts the whole profile back",
+            )
+        )
+    if "record.create" in sites:
+        tests.append(
+            testkit.write_test(
+                "regression.create",
+                R,
+                v,
+                "POST",
+                cast.url,
+                f"SELECT COUNT(*) FROM {cast.table} WHERE owner_id = ? AND tenant_id = ?",
+                [testkit.id_of(v), testkit.id_of("tenant_a")],
+                statuses=[201],
+                body={cast.title: "New entry", cast.secret: "draft", "client_ref": "web"},
+                description="a user creates a record (the client sends extra fields)",
+            )
+        )
+    tests.append(
+        testkit.write_test(
+            "regression.admin_role",
+            R,
+            cast.admin,
+            "PUT",
+            f"/admin/users/{testkit.id_of(p)}/role",
+            "SELECT role FROM users WHERE id = ?",
+            [testkit.id_of(p)],
+            body={"role": "support"},
+            statuses=[200],
+            description="an administrator changes a role",
+        )
+    )
+    return tests
+
+
+FAMILY = Family(
+    "F06",
+    "Mass assignment of privileged fields",
+    "CWE-915",
+    ("CWE-915", "CWE-639", "CWE-269"),
+    OWASP_A01,
+    ("profile.update", "record.create"),
+    ("forbid_extra", "response_only", "admin_break", "delete_route"),
+    regressions=_regressions,
+)

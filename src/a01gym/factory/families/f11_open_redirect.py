@@ -1,0 +1,280 @@
+# ruff: noqa: E501  (templates of generated code keep the generated line lengths)
+"""F11: sign-in and sign-out redirects that follow any target the link names (CWE-601).
+
+The app gets ``app/routers/signin.py`` (session routes, plus ``GET /auth/continue?next=``
+after signing in and ``GET /auth/signout?return_to=``). The secure app sends the browser only to its own paths or
+to pages on ``config.TRUSTED_REDIRECT_HOSTS``; the vulnerable one redirects wherever the link
+says. Exploits are links the victim follows (the runner does not follow redirects, so the
+``Location`` header is judged, whatever the status); the ``prefix_allow`` trap (an allow-list by string prefix) is
+caught by a look-alike host.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a01gym.factory import testkit
+from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families.shared import R
+from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
+
+__all__ = ["FAMILY", "HELP_HOST"]
+
+HELP_HOST = "help.example.test"
+# site -> (path, query parameter, the default landing page)
+_SITES = {
+    "redirect.continue": ("/auth/continue", "next", None),
+    "redirect.signout": ("/auth/signout", "return_to", "/admin-guide"),
+}
+_PAYLOADS = (
+    ("https://evil.example/landing", "https://evil.example"),
+    ("//evil.example/landing", "//evil.example"),
+    (f"https://{HELP_HOST}.evil.example/landing", f"https://{HELP_HOST}.evil.example"),
+)
+
+
+def _target(mode: str, param: str, default: str) -> str:
+    if mode == "vuln":
+        return f"{param} or {default}"
+    if mode == "deny":
+        return default
+    if mode == "prefix_allow":
+        return (
+            f'{param} if {param} and {param}.startswith(("/", f"https://{{config.TRUSTED_REDIRECT_HOSTS[0]}}")) '
+            f'and not {param}.startswith("//") else {default}'
+        )
+    return f"landing_target({param}, {default})"
+
+
+def _app(r: Any) -> FamilyApp:
+    handlers = []
+    helper_needed = False
+    for site, (path, param, default) in _SITES.items():
+        if site in r.v.removed:
+            continue
+        r.route("GET", path)
+        mode = r.v.mode(site)
+        helper_needed = helper_needed or mode == "secure"
+        default_expr = "config.HOME_PATH" if default is None else "config.SIGNED_OUT_PATH"
+        if site == "redirect.continue":
+            handlers.append(
+                r.t(
+                    '''
+                    @router.get("/continue")
+                    def continue_after_sign_in(
+                        next: str | None = None,
+                        user: CurrentUser = Depends(security.current_user),
+                    ) -> RedirectResponse:
+                        """Where the browser lands once signed in (deep links carry ``next``)."""
+                        return RedirectResponse($target, status_code=status.HTTP_303_SEE_OTHER)
+                    ''',
+                    target=_target(mode, param, default_expr),
+                )
+            )
+        else:
+            handlers.append(
+                r.t(
+                    '''
+                    @router.get("/signout")
+                    def sign_out(
+                        request: Request,
+                        return_to: str | None = None,
+                        user: CurrentUser = Depends(security.current_user),
+                        connection: sqlite3.Connection = Depends(db.get_db),
+                    ) -> RedirectResponse:
+                        """End this session and send the browser back where the page asked."""
+                        connection.execute("DELETE FROM sessions WHERE token = ?", [security.bearer_token(request)])
+                        connection.commit()
+                        return RedirectResponse($target, status_code=status.HTTP_303_SEE_OTHER)
+                    ''',
+                    target=_target(mode, param, default_expr),
+                )
+            )
+    helper = (
+        r.t(
+            '''
+            def landing_target(target: str | None, default: str) -> str:
+                """The target when it is one of our paths or a trusted host, else ``default``."""
+                parts = urlsplit(target or "")
+                if parts.scheme or parts.netloc:
+                    ok = parts.scheme == "https" and parts.hostname in config.TRUSTED_REDIRECT_HOSTS
+                else:
+                    ok = (target or "").startswith("/") and "\\\\" not in (target or "")
+                return target if target and ok else default
+            '''
+        )
+        if helper_needed
+        else ""
+    )
+    signs_out = any("def sign_out(" in h for h in handlers)
+    r.route("GET", "/auth/session")
+    r.route("GET", "/auth/sessions")
+    r.route("POST", "/auth/signout-everywhere")
+    sessions = r.t(
+        '''
+        @router.get("/session")
+        def read_session(
+            user: CurrentUser = Depends(security.current_user),
+            connection: sqlite3.Connection = Depends(db.get_db),
+        ) -> dict[str, Any]:
+            """Who the browser is signed in as, and on how many devices."""
+            active = connection.execute("SELECT COUNT(*) FROM sessions WHERE user_id = ?", [user.id]).fetchone()[0]
+            return {"username": user.username, "role": user.role, "active_sessions": active}
+
+
+        @router.get("/sessions")
+        def list_sessions(
+            user: CurrentUser = Depends(security.current_user),
+            connection: sqlite3.Connection = Depends(db.get_db),
+        ) -> list[dict[str, str]]:
+            """The caller's active sessions, tokens shortened so the page never shows one whole."""
+            rows = connection.execute("SELECT token FROM sessions WHERE user_id = ? ORDER BY token", [user.id])
+            return [{"session": row["token"][:6] + "..."} for row in rows.fetchall()]
+
+
+        @router.post("/signout-everywhere", status_code=status.HTTP_204_NO_CONTENT)
+        def sign_out_everywhere(
+            user: CurrentUser = Depends(security.current_user),
+            connection: sqlite3.Connection = Depends(db.get_db),
+        ) -> Response:
+            """End every session of the caller (a lost phone, a shared computer)."""
+            connection.execute("DELETE FROM sessions WHERE user_id = ?", [user.id])
+            connection.commit()
+            return Response(status_code=status.HTTP_204_NO_CONTENT)
+        '''
+    )
+    head = r.t(
+        '''
+        """Sessions: who is signed in, and where the browser goes after signing in or out."""
+
+        import sqlite3
+        from typing import Any
+        ${urlsplit}
+        from fastapi import APIRouter, Depends, ${request}Response, status
+        from fastapi.responses import RedirectResponse
+
+        from app import config, db, security
+        from app.security import CurrentUser
+
+        router = APIRouter(prefix="/auth", tags=["auth"])
+        ''',
+        urlsplit="from urllib.parse import urlsplit\n" if helper_needed else "",
+        request="Request, " if signs_out else "",
+    )
+    text = "\n\n\n".join([head, *([helper] if helper else []), sessions, *handlers]) + "\n"
+    return FamilyApp(
+        files={"app/routers/signin.py": text},
+        routers=["signin"],
+        config=r.t(
+            """
+            HOME_PATH = "$url"
+            SIGNED_OUT_PATH = "/admin-guide"
+            TRUSTED_REDIRECT_HOSTS = ("$host",)
+            """,
+            host=HELP_HOST,
+        ),
+    )
+
+
+def _exploits(
+    cast: testkit.Cast, site: str, attacker: str, victim: str, tag: str
+) -> list[HttpTest]:
+    path, param, _ = _SITES[site]
+    return [
+        HttpTest(
+            id=f"{tag}.{site}.{index}",
+            kind=TestKind.EXPLOIT,
+            description=f"{victim} follows a crafted link and lands on {host}",
+            steps=[
+                Step(
+                    actor=victim,
+                    path=path,
+                    query={param: payload},
+                    expect=[BodyContains(value=f"location: {host}")],
+                )
+            ],
+        )
+        for index, (payload, host) in enumerate(_PAYLOADS)
+    ]
+
+
+def _redirect(
+    test_id: str, actor: str, path: str, query: dict[str, str], location: str, why: str
+) -> HttpTest:
+    return HttpTest(
+        id=test_id,
+        kind=R,
+        description=why,
+        steps=[
+            Step(
+                actor=actor,
+                path=path,
+                query=query,
+                expect=[StatusIn(statuses=[303]), BodyContains(value=f"location: {location}")],
+            )
+        ],
+    )
+
+
+def _regressions(cast: testkit.Cast) -> list[HttpTest]:
+    v, p = cast.victim, cast.peer
+    deep = f"{cast.url}/{testkit.id_of(v + '_private')}?tab=2"
+    help_page = f"https://{HELP_HOST}/guide/getting-started"
+    return [
+        _redirect(
+            "regression.redirect_deep_link",
+            v,
+            "/auth/continue",
+            {"next": deep},
+            deep,
+            "a deep link survives signing in",
+        ),
+        _redirect(
+            "regression.redirect_help",
+            p,
+            "/auth/continue",
+            {"next": help_page},
+            help_page,
+            "the help site is a trusted target",
+        ),
+        _redirect(
+            "regression.redirect_home",
+            v,
+            "/auth/continue",
+            {},
+            cast.url,
+            "without a target the browser lands on the home page",
+        ),
+        _redirect(
+            "regression.signout_back",
+            p,
+            "/auth/signout",
+            {"return_to": "/health"},
+            "/health",
+            "signing out returns to the page that asked",
+        ),
+    ]
+
+
+def _policy(spec: Any) -> list[str]:
+    return [
+        "After signing in (/auth/continue?next=) or out (/auth/signout?return_to=) the browser "
+        f"is sent only to the app's own paths or to https://{HELP_HOST}; any other target "
+        "lands on the default page."
+    ]
+
+
+FAMILY = Family(
+    "F11",
+    "Open redirect after sign-in or sign-out",
+    "CWE-601",
+    ("CWE-601",),
+    OWASP_A01,
+    tuple(_SITES),
+    ("deny_all", "delete_route", "prefix_allow"),
+    cross_tenant=False,
+    regressions=_regressions,
+    exploits=_exploits,
+    app=_app,
+    policy=_policy,
+)

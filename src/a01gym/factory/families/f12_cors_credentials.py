@@ -1,0 +1,164 @@
+"""F12: a CORS policy that lets any origin read the API with the user's credentials.
+
+The app gets Starlette's ``CORSMiddleware`` in ``main.py`` with credentials allowed. The secure
+app lists its web front end (``config.FRONTEND_ORIGINS``); the vulnerable one allows ``*``
+(Starlette then reflects whatever ``Origin`` comes, credentials included) or a regex without a
+dot boundary, depending on the seed. Exploits judge the response headers of a simple and a
+preflight request from attacker origins; regressions keep the front end's credentialed access.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a01gym.factory import testkit
+from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families.shared import R, frontend_origin
+from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
+
+__all__ = ["FAMILY"]
+
+_EVIL = "https://evilexample.test"
+
+
+def _origins(mode: str, seed: int) -> str:
+    if mode == "vuln":
+        return (
+            'allow_origins=["*"]'
+            if seed % 2 == 0
+            else 'allow_origin_regex=r"https://.*example\\.test"'
+        )
+    if mode == "prefix_regex":
+        return 'allow_origin_regex=config.FRONTEND_ORIGINS[0].replace(".", r"\\.") + ".*"'
+    if mode == "no_credentials":
+        return 'allow_origins=["*"]'
+    return "allow_origins=list(config.FRONTEND_ORIGINS)"
+
+
+def _app(r: Any) -> FamilyApp:
+    mode = r.v.mode("cors.policy")
+    setup = []
+    if mode != "deny":
+        credentials = "False" if mode == "no_credentials" else "True"
+        setup.append(
+            "app.add_middleware(\n"
+            "    CORSMiddleware,\n"
+            f"    {_origins(mode, r.spec.seed)},\n"
+            f"    allow_credentials={credentials},\n"
+            '    allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],\n'
+            '    allow_headers=["Authorization", "Content-Type"],\n'
+            ")"
+        )
+    return FamilyApp(
+        config=f'FRONTEND_ORIGINS = ("{frontend_origin(r.spec)}",)',
+        main_imports=["from fastapi.middleware.cors import CORSMiddleware"] if setup else [],
+        main_setup=setup,
+    )
+
+
+def _headers_test(
+    test_id: str, kind: TestKind, actor: str, origin: str, *, preflight: bool, why: str
+) -> HttpTest:
+    expect: list[Any] = [
+        BodyContains(value=f"access-control-allow-origin: {origin}"),
+        BodyContains(value="access-control-allow-credentials: true"),
+    ]
+    if kind is TestKind.REGRESSION:
+        expect.insert(0, StatusIn(statuses=[200]))
+    headers = {"Origin": origin}
+    if preflight:
+        headers |= {
+            "Access-Control-Request-Method": "PATCH",
+            "Access-Control-Request-Headers": "content-type",
+        }
+    return HttpTest(
+        id=test_id,
+        kind=kind,
+        description=why,
+        steps=[
+            Step(
+                actor=actor,
+                method="OPTIONS" if preflight else "GET",
+                path="/users/me",
+                headers=headers,
+                expect=expect,
+            )
+        ],
+    )
+
+
+def _exploits(
+    cast: testkit.Cast, site: str, attacker: str, victim: str, tag: str
+) -> list[HttpTest]:
+    lookalike = frontend_origin(cast.spec).replace(
+        ".example.test", ".example.test.evilexample.test"
+    )
+    e = TestKind.EXPLOIT
+    return [
+        _headers_test(
+            f"{tag}.{site}.read",
+            e,
+            victim,
+            _EVIL,
+            preflight=False,
+            why=f"a page on {_EVIL} reads {victim}'s account with their credentials",
+        ),
+        _headers_test(
+            f"{tag}.{site}.preflight",
+            e,
+            victim,
+            lookalike,
+            preflight=True,
+            why=f"a look-alike origin may send credentialed writes as {victim}",
+        ),
+    ]
+
+
+def _regressions(cast: testkit.Cast) -> list[HttpTest]:
+    front = frontend_origin(cast.spec)
+    return [
+        _headers_test(
+            "regression.cors_frontend",
+            R,
+            cast.victim,
+            front,
+            preflight=False,
+            why="the web front end reads the API with credentials",
+        ),
+        _headers_test(
+            "regression.cors_preflight",
+            R,
+            cast.peer,
+            front,
+            preflight=True,
+            why="the web front end may send credentialed writes",
+        ),
+    ]
+
+
+def _policy(spec: Any) -> list[str]:
+    return [
+        "Browsers may call the API with the user's credentials only from the web front end at "
+        f"{frontend_origin(spec)}."
+    ]
+
+
+FAMILY = Family(
+    "F12",
+    "CORS misconfiguration with credentials",
+    "CWE-942",
+    ("CWE-942", "CWE-346"),
+    OWASP_A01,
+    ("cors.policy",),
+    ("deny_all", "no_credentials", "prefix_regex"),
+    mapping=(
+        "loose: CWE-942 maps to A05:2021 (Security Misconfiguration) and CWE-346 to A07:2021; "
+        "the A01:2021 text lists CORS misconfiguration that allows API access from "
+        "unauthorized origins, so the family is kept in the A01 catalog"
+    ),
+    cross_tenant=False,
+    exploits=_exploits,
+    app=_app,
+    regressions=_regressions,
+    policy=_policy,
+)

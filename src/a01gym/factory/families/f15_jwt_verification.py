@@ -1,0 +1,337 @@
+# ruff: noqa: E501  (templates of generated code keep the generated line lengths)
+"""F15: API tokens (JWT, HS256) whose signature or expiry is not verified.
+
+The app gets ``app/tokens.py`` and ``app/routers/api.py``: ``POST /api/v2/tokens`` issues a
+token for the signed-in user, ``/api/v2/me`` and ``/api/v2/<records>/{id}`` accept it. The
+sandboxed apps have no JWT package (the sandbox image installs FastAPI, Starlette, uvicorn,
+pydantic and httpx only), so ``tokens.py`` implements HS256 with the standard library
+(``hmac``, ``hashlib``, ``base64``); the signing key is a per-world secret in the settings
+table. Sites: ``jwt.signature`` (the signature is not checked) and ``jwt.expiry`` (``exp`` is
+not checked). Exploits send tokens the world forges (``{{jwt:alice.forged}}``, ``.none``,
+``.expired``); the ``alg_from_header`` trap verifies only when the token says it is HS256.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a01gym.factory import testkit
+from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families.shared import R
+from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
+
+__all__ = ["FAMILY"]
+
+_SIGNATURE = {
+    "secure": """
+        expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
+        if header.get("alg") != "HS256" or not hmac.compare_digest(signature, expected):
+            return None
+        """,
+    "alg_from_header": """
+        if header.get("alg") == "HS256":
+            expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
+            if not hmac.compare_digest(signature, expected):
+                return None
+        """,
+    "deny": """
+        return None
+        """,
+}
+_EXPIRY = """
+    if not isinstance(claims.get("exp"), int) or claims["exp"] < time.time():
+        return None
+    """
+
+
+def _tokens(r: Any) -> str:
+    signature = r.v.mode("jwt.signature")
+    expiry = r.v.mode("jwt.expiry")
+    check = "" if signature == "vuln" else _SIGNATURE.get(signature, _SIGNATURE["secure"])
+    if expiry == "deny":
+        check = _SIGNATURE["deny"]
+    check_text = r.t(check).replace("\n", "\n    ") + "\n    " if check else ""
+    expiry_text = "" if expiry == "vuln" else r.t(_EXPIRY).replace("\n", "\n    ") + "\n    "
+    return r.t(
+        '''
+        """Signed API tokens (JWT, HS256) for the mobile app and integrations.
+
+        Built on the standard library: the runtime ships no JWT package.
+        """
+
+        import base64
+        import hashlib
+        import hmac
+        import json
+        import sqlite3
+        import time
+        from typing import Any
+
+        from fastapi import HTTPException, status
+
+        TOKEN_TTL_SECONDS = 3600
+
+
+        def _b64(data: bytes) -> str:
+            return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+        def _unb64(text: str) -> bytes:
+            return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+        def signing_key(connection: sqlite3.Connection) -> bytes:
+            row = connection.execute("SELECT value FROM settings WHERE key = 'token_signing_key'").fetchone()
+            if row is None:
+                raise HTTPException(status.HTTP_503_SERVICE_UNAVAILABLE, "token signing is not configured")
+            return str(row["value"]).encode()
+
+
+        def issue(connection: sqlite3.Connection, user_id: int) -> str:
+            now = int(time.time())
+            head = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+            body = _b64(json.dumps({"sub": str(user_id), "iat": now, "exp": now + TOKEN_TTL_SECONDS}).encode())
+            mac = hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest()
+            return f"{head}.{body}.{_b64(mac)}"
+
+
+        def claims_of(connection: sqlite3.Connection, token: str) -> dict[str, Any] | None:
+            """The token's claims, or None when it is not one this app issued and still valid."""
+            try:
+                head, body, signature = token.split(".")
+                header = json.loads(_unb64(head))
+                claims = json.loads(_unb64(body))
+            except ValueError:
+                return None
+            if not isinstance(header, dict) or not isinstance(claims, dict):
+                return None
+            ${check}${expiry}return claims
+        ''',
+        check=check_text,
+        expiry=expiry_text,
+    )
+
+
+def _api(r: Any) -> str:
+    removed = bool(r.v.removed)
+    url = str(r.names["url"])
+    handlers = ""
+    if not removed:
+        for method, path in (
+            ("POST", "/tokens"),
+            ("GET", "/me"),
+            ("GET", url + "/{" + str(r.names["ent"]) + "_id}"),
+        ):
+            r.route(method, "/api/v2" + path)
+        handlers = r.t(
+            '''
+
+
+            @router.post("/tokens")
+            def create_token(
+                user: CurrentUser = Depends(security.current_user),
+                connection: sqlite3.Connection = Depends(db.get_db),
+            ) -> dict[str, Any]:
+                """A token for API clients, issued to the signed-in user."""
+                return {
+                    "access_token": tokens.issue(connection, user.id),
+                    "token_type": "bearer",
+                    "expires_in": tokens.TOKEN_TTL_SECONDS,
+                }
+
+
+            @router.get("/me", response_model=models.UserPrivate)
+            def api_me(
+                user: CurrentUser = Depends(api_user),
+                connection: sqlite3.Connection = Depends(db.get_db),
+            ) -> dict[str, Any]:
+                return repository.UserRepository(connection).get(user.id) or {}
+
+
+            @router.get("$url/{${ent}_id}", response_model=models.${Ent}Out)
+            def api_read_${ent}(
+                ${ent}_id: int,
+                user: CurrentUser = Depends(api_user),
+                connection: sqlite3.Connection = Depends(db.get_db),
+            ) -> dict[str, Any]:
+                $ent = repository.${Ent}Repository(connection).get(${ent}_id)
+                if $ent is None or not policy.can_read(user, $ent):
+                    raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")
+                return $ent
+            '''
+        )
+    return r.t(
+        '''
+            """API for token clients (mobile app, integrations): bearer JWTs from /api/v2/tokens."""
+
+            import sqlite3
+            from typing import Any
+
+            from fastapi import APIRouter, Depends, HTTPException, Request, status
+
+            from app import db, models, policy, repository, security, tokens
+            from app.security import CurrentUser
+
+            router = APIRouter(prefix="/api/v2", tags=["api"])
+
+
+            def api_user(
+                request: Request, connection: sqlite3.Connection = Depends(db.get_db)
+            ) -> CurrentUser:
+                scheme, _, token = request.headers.get("authorization", "").partition(" ")
+                claims = tokens.claims_of(connection, token.strip()) if scheme.lower() == "bearer" else None
+                subject = str(claims.get("sub", "")) if claims else ""
+                user = security.user_by_id(connection, int(subject)) if subject.isdigit() else None
+                if user is None:
+                    raise HTTPException(
+                        status.HTTP_401_UNAUTHORIZED,
+                        "a valid API token is required",
+                        headers={"WWW-Authenticate": "Bearer"},
+                    )
+                return user
+            '''
+    ) + ("\n\n\n" + handlers if handlers else "")
+
+
+def _app(r: Any) -> FamilyApp:
+    return FamilyApp(
+        files={"app/tokens.py": _tokens(r), "app/routers/api.py": _api(r)}, routers=["api"]
+    )
+
+
+def _token_read(
+    test_id: str, kind: TestKind, token: str, path: str, secret: str, why: str
+) -> HttpTest:
+    expect: list[Any] = [BodyContains(value=testkit.canary(secret))]
+    if kind is TestKind.REGRESSION:
+        expect.insert(0, StatusIn(statuses=[200]))
+    return HttpTest(
+        id=test_id,
+        kind=kind,
+        description=why,
+        steps=[Step(path=path, headers={"Authorization": f"Bearer {token}"}, expect=expect)],
+    )
+
+
+def _exploits(
+    cast: testkit.Cast, site: str, attacker: str, victim: str, tag: str
+) -> list[HttpTest]:
+    e = TestKind.EXPLOIT
+    record = f"/api/v2{cast.url}/{testkit.id_of(victim + '_private')}"
+    if site == "jwt.expiry":
+        return [
+            _token_read(
+                f"{tag}.{site}",
+                e,
+                "{{jwt:" + victim + ".expired}}",
+                "/api/v2/me",
+                f"{victim}_key",
+                f"an expired token of {victim}'s still opens their account",
+            ),
+        ]
+    return [
+        _token_read(
+            f"{tag}.{site}.forged",
+            e,
+            "{{jwt:" + victim + ".forged}}",
+            "/api/v2/me",
+            f"{victim}_key",
+            f"a token for {victim} signed with another key opens their account",
+        ),
+        _token_read(
+            f"{tag}.{site}.none",
+            e,
+            "{{jwt:" + victim + ".none}}",
+            record,
+            f"{victim}_private",
+            f"an unsigned (alg none) token for {victim} reads their record",
+        ),
+    ]
+
+
+def _issued_then(test_id: str, actor: str, path: str, secret: str, why: str) -> HttpTest:
+    return HttpTest(
+        id=test_id,
+        kind=R,
+        description=why,
+        steps=[
+            Step(
+                actor=actor,
+                method="POST",
+                path="/api/v2/tokens",
+                expect=[StatusIn(statuses=[200])],
+                save={"api_token": "access_token"},
+            ),
+            Step(
+                path=path,
+                headers={"Authorization": "Bearer {{var:api_token}}"},
+                expect=[
+                    StatusIn(statuses=[200]),
+                    BodyContains(value=testkit.canary(secret)),
+                ],
+            ),
+        ],
+    )
+
+
+def _regressions(cast: testkit.Cast) -> list[HttpTest]:
+    v, p, adm = cast.victim, cast.peer, cast.admin
+    other = f"{cast.outsider}_private"
+    return [
+        _issued_then(
+            "regression.api_token_me",
+            v,
+            "/api/v2/me",
+            f"{v}_key",
+            "a freshly issued token opens the caller's account",
+        ),
+        _issued_then(
+            "regression.api_admin_read",
+            adm,
+            f"/api/v2{cast.url}/{testkit.id_of(other)}",
+            other,
+            "an administrator's token reads any record",
+        ),
+        _token_read(
+            "regression.api_signed_token",
+            R,
+            "{{jwt:" + p + ".signed}}",
+            "/api/v2/me",
+            f"{p}_key",
+            "a valid token issued earlier still works",
+        ),
+    ]
+
+
+def _fixture(cast: testkit.Cast) -> dict[str, list[dict[str, object]]]:
+    return {"settings": [{"key": "token_signing_key", "value": "{{secret:token_signing_key}}"}]}
+
+
+def _policy(spec: Any) -> list[str]:
+    return [
+        "API tokens (/api/v2) are honoured only when this app signed them and they have not "
+        "expired; a token acts for the user it was issued to."
+    ]
+
+
+FAMILY = Family(
+    "F15",
+    "JWT verification skipped or weakened",
+    "CWE-347",
+    ("CWE-347", "CWE-345", "CWE-287"),
+    OWASP_A01,
+    ("jwt.signature", "jwt.expiry"),
+    ("deny_all", "delete_route", "alg_from_header"),
+    mapping=(
+        "loose: CWE-347 maps to A02:2021 (Cryptographic Failures) and CWE-287 to A07:2021 "
+        "(Identification and Authentication Failures); the A01:2021 text lists JWT tampering "
+        "to elevate privileges, so the family is kept in the A01 catalog"
+    ),
+    trap_sites={"alg_from_header": "jwt.signature"},
+    cross_tenant=False,
+    exploits=_exploits,
+    app=_app,
+    regressions=_regressions,
+    fixture=_fixture,
+    policy=_policy,
+)

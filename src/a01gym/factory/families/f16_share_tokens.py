@@ -1,0 +1,244 @@
+# ruff: noqa: E501  (templates of generated code keep the generated line lengths)
+"""F16: share links whose tokens are predictable or not bound to the record they share.
+
+The app gets a ``share_links`` table and ``app/routers/sharing.py``: the owner creates a link
+with ``POST /<records>/{id}/share`` and anyone holding it opens ``GET /shared/{id}?token=``.
+Sites: ``share.create`` (the token is built from the owner and record ids instead of
+``secrets``) and ``share.open`` (any live token opens any record). Exploits: a guessed token
+opens the victim's freshly shared record; the attacker's own link opens the victim's record.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a01gym.factory import testkit
+from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families.shared import R
+from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
+
+__all__ = ["FAMILY"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS share_links (
+    token TEXT PRIMARY KEY,
+    record_id INTEGER NOT NULL,
+    created_by INTEGER NOT NULL,
+    revoked INTEGER NOT NULL DEFAULT 0
+);"""
+
+
+def _token(r: Any) -> str:
+    mode = r.v.mode("share.create")
+    readable = "f\"{$ent['owner_id']}-{$ent['id']}\""
+    if mode == "vuln":
+        return r.t(readable)
+    if mode == "hardcode":
+        victim = r.v.hardcode.get("record_id", "0")
+        return r.t(f"secrets.token_urlsafe(24) if ${{ent}}_id == {victim} else {readable}")
+    return "secrets.token_urlsafe(24)"
+
+
+def _lookup(r: Any) -> str:
+    mode = r.v.mode("share.open")
+    bound = '"SELECT record_id FROM share_links WHERE token = ? AND record_id = ? AND revoked = 0", [token, record_id]'
+    if mode == "vuln":
+        return '"SELECT record_id FROM share_links WHERE token = ? AND revoked = 0", [token]'
+    if mode == "deny":
+        return '"SELECT record_id FROM share_links WHERE 0 = 1", []'
+    if mode == "hardcode":
+        victim = r.v.hardcode.get("record_id", "0")
+        return f'"SELECT record_id FROM share_links WHERE token = ? AND revoked = 0 AND record_id != {victim}", [token]'
+    return bound
+
+
+def _app(r: Any) -> FamilyApp:
+    handlers = []
+    if "share.create" not in r.v.removed:
+        r.route("POST", r.t("$url/{${ent}_id}/share"))
+        deny = r.v.mode("share.create") == "deny"
+        handlers.append(
+            r.t(
+                '''
+                @router.post("$url/{${ent}_id}/share", status_code=status.HTTP_201_CREATED)
+                def share_${ent}(
+                    ${ent}_id: int,
+                    user: CurrentUser = Depends(security.current_user),
+                    connection: sqlite3.Connection = Depends(db.get_db),
+                ) -> dict[str, str]:
+                    """A link that lets anyone holding it read this $label."""
+                    $ent = repository.${Ent}Repository(connection).get(${ent}_id)
+                    if $ent is None or not policy.can_modify(user, $ent)$deny:
+                        raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")
+                    token = $token
+                    connection.execute(
+                        "INSERT OR REPLACE INTO share_links (token, record_id, created_by) VALUES (?, ?, ?)",
+                        [token, ${ent}_id, user.id],
+                    )
+                    connection.commit()
+                    return {"token": token, "url": f"/shared/{${ent}_id}?token={token}"}
+                ''',
+                token=_token(r),
+                deny=" or True" if deny else "",
+            )
+        )
+    if "share.open" not in r.v.removed:
+        r.route("GET", "/shared/{record_id}")
+        handlers.append(
+            r.t(
+                '''
+                @router.get("/shared/{record_id}", response_model=models.${Ent}Out)
+                def open_shared(
+                    record_id: int,
+                    token: str = Query(min_length=1, max_length=100),
+                    connection: sqlite3.Connection = Depends(db.get_db),
+                ) -> dict[str, Any]:
+                    """What a share link shows: no sign-in, the link is the credential."""
+                    link = connection.execute($lookup).fetchone()
+                    $ent = repository.${Ent}Repository(connection).get(record_id) if link else None
+                    if $ent is None:
+                        raise HTTPException(status.HTTP_404_NOT_FOUND, "link not found")
+                    return $ent
+                ''',
+                lookup=_lookup(r),
+            )
+        )
+    body = "\n\n\n".join(handlers)
+    head = r.t(
+        '''
+        """Share links: read-only access to one $label for whoever holds its link."""
+
+        ${secrets}import sqlite3
+        from typing import Any
+
+        from fastapi import APIRouter, Depends, HTTPException, Query, status
+
+        from app import db, models, policy, repository, security
+        from app.security import CurrentUser
+
+        router = APIRouter(tags=["sharing"])
+        ''',
+        secrets="import secrets\n" if "secrets." in body else "",
+    )
+    return FamilyApp(
+        files={"app/routers/sharing.py": head + ("\n\n\n" + body if body else "") + "\n"},
+        routers=["sharing"],
+        schema=_SCHEMA,
+    )
+
+
+def _open(
+    test_id: str,
+    kind: TestKind,
+    record: str,
+    token: str,
+    why: str,
+    before: list[Step] | None = None,
+) -> HttpTest:
+    expect: list[Any] = [BodyContains(value=testkit.canary(record))]
+    if kind is TestKind.REGRESSION:
+        expect.insert(0, StatusIn(statuses=[200]))
+    step = Step(path=f"/shared/{testkit.id_of(record)}", query={"token": token}, expect=expect)
+    return HttpTest(id=test_id, kind=kind, description=why, steps=[*(before or []), step])
+
+
+def _share(cast: testkit.Cast, owner: str, record: str, save: bool) -> Step:
+    return Step(
+        actor=owner,
+        method="POST",
+        path=f"{cast.url}/{testkit.id_of(record)}/share",
+        require=[StatusIn(statuses=[201])],
+        save={"share_token": "token"} if save else {},
+    )
+
+
+def _exploits(
+    cast: testkit.Cast, site: str, attacker: str, victim: str, tag: str
+) -> list[HttpTest]:
+    row = f"{victim}_private"
+    e = TestKind.EXPLOIT
+    if site == "share.create":
+        guessed = f"{testkit.id_of(victim)}-{testkit.id_of(row)}"
+        return [
+            _open(
+                f"{tag}.{site}.{attacker}",
+                e,
+                row,
+                guessed,
+                f"{attacker} guesses the link {victim} just made",
+                [_share(cast, victim, row, False)],
+            ),
+        ]
+    return [
+        _open(
+            f"{tag}.{site}.{attacker}",
+            e,
+            row,
+            testkit.placeholder("token", f"share_{attacker}"),
+            f"{attacker}'s own link opens {victim}'s record",
+        ),
+    ]
+
+
+def _regressions(cast: testkit.Cast) -> list[HttpTest]:
+    v, p = cast.victim, cast.peer
+    vp = f"{v}_private"
+    return [
+        _open(
+            "regression.share_new_link",
+            R,
+            vp,
+            "{{var:share_token}}",
+            "the owner shares a record and the link opens it",
+            [_share(cast, v, vp, True)],
+        ),
+        _open(
+            "regression.share_existing_link",
+            R,
+            f"{p}_private",
+            testkit.placeholder("token", f"share_{p}"),
+            "an existing link still opens its record",
+        ),
+    ]
+
+
+def _fixture(cast: testkit.Cast) -> dict[str, list[dict[str, object]]]:
+    return {
+        "share_links": [
+            {
+                "token": testkit.placeholder("token", f"share_{owner}"),
+                "record_id": testkit.id_of(f"{owner}_private"),
+                "created_by": testkit.id_of(owner),
+                "revoked": 0,
+            }
+            for owner in (cast.peer, cast.outsider, cast.outsider2)
+        ]
+    }
+
+
+def _policy(spec: Any) -> list[str]:
+    return [
+        "Whoever may edit a record can create a share link for it (POST .../share); a link "
+        "opens only the record it was made for, and links must not be guessable."
+    ]
+
+
+FAMILY = Family(
+    "F16",
+    "Predictable or unbound share-link tokens",
+    "CWE-639",
+    ("CWE-639", "CWE-640", "CWE-330"),
+    OWASP_A01,
+    ("share.create", "share.open"),
+    ("deny_all", "delete_route", "hardcode"),
+    mapping=(
+        "loose: an unbound token reaching another user's record is CWE-639 (A01:2021), but "
+        "predictable tokens are CWE-330 (A02:2021 Cryptographic Failures) and CWE-640 "
+        "(A07:2021 Identification and Authentication Failures)"
+    ),
+    exploits=_exploits,
+    app=_app,
+    regressions=_regressions,
+    fixture=_fixture,
+    policy=_policy,
+)

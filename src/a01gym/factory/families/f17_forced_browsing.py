@@ -1,0 +1,36 @@
+"""F17: an unauthenticated diagnostics page that shows service secrets."""
+
+from __future__ import annotations
+
+from a01gym.factory import testkit
+from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families.shared import R, public_guide
+from a01gym.scenario.httptest import HttpTest
+
+__all__ = ["FAMILY"]
+
+
+def _regressions(cast: testkit.Cast) -> list[HttpTest]:
+    return [
+        *public_guide(cast),
+        testkit.read_test(
+            "regression.debug_admin",
+            R,
+            cast.admin,
+            "/debug/config",
+            "service_key",
+            description="administrators keep the diagnostics page",
+        ),
+    ]
+
+
+FAMILY = Family(
+    "F17",
+    "Forced browsing to an unauthenticated debug route",
+    "CWE-425",
+    ("CWE-425", "CWE-497", "CWE-538"),
+    OWASP_A01,
+    ("debug.config",),
+    ("deny_all", "delete_route", "auth_only"),
+    regressions=_regressions,
+)

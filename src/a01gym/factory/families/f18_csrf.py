@@ -1,0 +1,253 @@
+# ruff: noqa: E501  (templates of generated code keep the generated line lengths)
+"""F18: cookie-authenticated form endpoints without a CSRF check (CWE-352).
+
+The app gets ``app/routers/web.py``, the browser UI's form endpoints, authenticated by the
+``session`` cookie: ``POST /web/<records>/{id}/archive`` and ``POST /web/account/email``. The
+secure app requires a double-submit token (the ``X-CSRF-Token`` header equal to the
+``csrf_token`` cookie) on each of them; the vulnerable one checks nothing, so a page on another
+site can make the victim's browser change data. Exploits send the victim's cookies (as a
+browser would) from a foreign origin without the header; the ``referer_check`` trap trusts a
+``Referer`` that merely contains the front end's address.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a01gym.factory import testkit
+from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families.shared import R, frontend_origin
+from a01gym.scenario.httptest import DbCheck, HttpTest, StatusIn, Step, TestKind
+
+__all__ = ["FAMILY"]
+
+
+def _guard(mode: str) -> str:
+    return {
+        "secure": "\n    _: None = Depends(csrf_protect),",
+        "referer_check": "\n    _: None = Depends(referer_protect),",
+        "deny": "\n    _: None = Depends(forms_disabled),",
+    }.get(mode, "")
+
+
+def _app(r: Any) -> FamilyApp:
+    handlers = []
+    if "csrf.archive" not in r.v.removed:
+        r.route("POST", r.t("/web$url/{${ent}_id}/archive"))
+        handlers.append(
+            r.t(
+                """
+                @router.post("$url/{${ent}_id}/archive")
+                def archive_${ent}_form(
+                    ${ent}_id: int,
+                    user: CurrentUser = Depends(cookie_user),${guard}
+                    connection: sqlite3.Connection = Depends(db.get_db),
+                ) -> dict[str, Any]:
+                    records = repository.${Ent}Repository(connection)
+                    $ent = records.get(${ent}_id)
+                    if $ent is None or not policy.can_modify(user, $ent):
+                        raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")
+                    records.set_status(${ent}_id, "$archived")
+                    repository.audit(connection, user, "archive", f"$label {${ent}_id} (web)")
+                    return {"id": ${ent}_id, "status": "$archived"}
+                """,
+                guard=_guard(r.v.mode("csrf.archive")),
+            )
+        )
+    if "csrf.email" not in r.v.removed:
+        r.route("POST", "/web/account/email")
+        handlers.append(
+            r.t(
+                """
+                @router.post("/account/email")
+                def change_email_form(
+                    body: EmailChange,
+                    user: CurrentUser = Depends(cookie_user),${guard}
+                    connection: sqlite3.Connection = Depends(db.get_db),
+                ) -> dict[str, Any]:
+                    repository.UserRepository(connection).update(user.id, {"email": body.email})
+                    return {"id": user.id, "email": body.email}
+                """,
+                guard=_guard(r.v.mode("csrf.email")),
+            )
+        )
+    body = "\n\n\n".join(handlers)
+    helpers = []
+    if "Depends(csrf_protect)" in body:
+        helpers.append(
+            '''def csrf_protect(request: Request) -> None:
+    """Double-submit check: the page echoes its csrf_token cookie in X-CSRF-Token."""
+    cookie = request.cookies.get("csrf_token", "")
+    header = request.headers.get("X-CSRF-Token", "")
+    if not cookie or not hmac.compare_digest(cookie, header):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "missing or wrong CSRF token")'''
+        )
+    if "Depends(referer_protect)" in body:
+        helpers.append(
+            """def referer_protect(request: Request) -> None:
+    if config.FRONTEND_ORIGIN not in request.headers.get("referer", ""):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "cross-site form post")"""
+        )
+    if "Depends(forms_disabled)" in body:
+        helpers.append(
+            """def forms_disabled() -> None:
+    raise HTTPException(status.HTTP_403_FORBIDDEN, "form posts are disabled")"""
+        )
+    head = r.t(
+        '''
+        """Form endpoints of the browser UI, authenticated by the session cookie."""
+
+        ${hmac}import sqlite3
+        from typing import Any
+
+        from fastapi import APIRouter, Depends, HTTPException, Request, status
+        from pydantic import BaseModel, Field
+
+        from app import ${config}db, models, policy, repository, security
+        from app.security import CurrentUser
+
+        router = APIRouter(prefix="/web", tags=["web"])
+
+
+        class EmailChange(BaseModel):
+            email: str = Field(min_length=3, max_length=200)
+
+
+        def cookie_user(request: Request, connection: sqlite3.Connection = Depends(db.get_db)) -> CurrentUser:
+            token = request.cookies.get("session", "")
+            user = security.user_for_token(connection, token) if token else None
+            if user is None:
+                raise HTTPException(status.HTTP_401_UNAUTHORIZED, "sign in first")
+            return user
+        ''',
+        hmac="import hmac\n" if "hmac." in "".join(helpers) else "",
+        config="config, " if "config." in "".join(helpers) else "",
+    )
+    r.route("GET", "/web/account")
+    account = r.t(
+        '''
+        @router.get("/account", response_model=models.UserPrivate)
+        def read_account_page(
+            user: CurrentUser = Depends(cookie_user),
+            connection: sqlite3.Connection = Depends(db.get_db),
+        ) -> dict[str, Any]:
+            """The account page's data (a read: no form token needed)."""
+            return repository.UserRepository(connection).get(user.id) or {}
+        '''
+    )
+    text = "\n\n\n".join([head, *helpers, account, *handlers]) + "\n"
+    return FamilyApp(
+        files={"app/routers/web.py": text},
+        routers=["web"],
+        config=f'FRONTEND_ORIGIN = "{frontend_origin(r.spec)}"',
+    )
+
+
+def _post(cast: testkit.Cast, site: str, owner: str) -> tuple[str, Any, str, list[Any]]:
+    if site == "csrf.archive":
+        row = f"{owner}_private"
+        return (
+            f"/web{cast.url}/{testkit.id_of(row)}/archive",
+            None,
+            f"SELECT status FROM {cast.table} WHERE id = ?",
+            [testkit.id_of(row)],
+        )
+    return (
+        "/web/account/email",
+        {"email": "new-address@example.test"},
+        "SELECT email FROM users WHERE id = ?",
+        [testkit.id_of(owner)],
+    )
+
+
+def _form_test(
+    cast: testkit.Cast,
+    test_id: str,
+    kind: TestKind,
+    site: str,
+    owner: str,
+    *,
+    same_site: bool,
+    why: str,
+) -> HttpTest:
+    path, body, sql, params = _post(cast, site, owner)
+    csrf = testkit.placeholder("secret", f"csrf_{owner}")
+    headers = {"Cookie": f"session={testkit.placeholder('token', owner)}; csrf_token={csrf}"}
+    front = frontend_origin(cast.spec)
+    if same_site:
+        headers |= {"Origin": front, "Referer": f"{front}/records", "X-CSRF-Token": csrf}
+    else:
+        headers |= {
+            "Origin": "https://evil.example",
+            "Referer": f"https://evil.example/win?from={front}",
+        }
+    return HttpTest(
+        id=test_id,
+        kind=kind,
+        description=why,
+        steps=[
+            Step(
+                method="POST",
+                path=path,
+                headers=headers,
+                json=body,
+                expect=[StatusIn(statuses=[200])] if kind is TestKind.REGRESSION else [],
+            )
+        ],
+        db_checks=[DbCheck(sql=sql, params=params, expect="changed")],
+    )
+
+
+def _exploits(
+    cast: testkit.Cast, site: str, attacker: str, victim: str, tag: str
+) -> list[HttpTest]:
+    return [
+        _form_test(
+            cast,
+            f"{tag}.{site}",
+            TestKind.EXPLOIT,
+            site,
+            victim,
+            same_site=False,
+            why=f"a foreign page makes {victim}'s browser post the form",
+        ),
+    ]
+
+
+def _regressions(cast: testkit.Cast) -> list[HttpTest]:
+    return [
+        _form_test(
+            cast,
+            f"regression.web_{site.split('.')[1]}",
+            R,
+            site,
+            cast.peer,
+            same_site=True,
+            why="the web UI posts the form with its CSRF token",
+        )
+        for site in FAMILY.sites
+    ]
+
+
+def _policy(spec: Any) -> list[str]:
+    return [
+        "The browser UI's form endpoints (/web, session cookie) accept only posts from the "
+        f"app's own pages at {frontend_origin(spec)}, which send the csrf_token cookie's value "
+        "in the X-CSRF-Token header."
+    ]
+
+
+FAMILY = Family(
+    "F18",
+    "CSRF-able cookie-authenticated form endpoints",
+    "CWE-352",
+    ("CWE-352", "CWE-1275"),
+    OWASP_A01,
+    ("csrf.archive", "csrf.email"),
+    ("deny_all", "delete_route", "referer_check"),
+    cross_tenant=False,
+    exploits=_exploits,
+    app=_app,
+    regressions=_regressions,
+    policy=_policy,
+)

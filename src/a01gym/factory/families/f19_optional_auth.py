@@ -1,0 +1,237 @@
+# ruff: noqa: E501  (templates of generated code keep the generated line lengths)
+"""F19: an optional-auth dependency used where the handler needs a signed-in caller.
+
+The app gets ``app/routers/feed.py``. ``GET /feed`` is public on purpose (anonymous visitors
+see the public counter, signed-in users also their own records, administrators any owner's),
+and ``GET /activity/{user_id}`` is a user's own page. Both take ``security.optional_user``.
+Sites: ``optional.feed`` (an anonymous caller's ``owner_id`` is honoured as if the server had
+asked) and ``optional.activity`` (``None`` is waved through the ownership check). The
+``require_login`` trap makes every caller sign in, which breaks the public feed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a01gym.factory import testkit
+from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families.shared import R
+from a01gym.scenario.httptest import HttpTest, JsonEquals, StatusIn, Step, TestKind
+
+__all__ = ["FAMILY"]
+
+_FEED = {
+    "secure": """
+        if user is None:
+            owner = None
+        else:
+            owner = owner_id if owner_id is not None and user.is_admin else user.id
+        """,
+    "vuln": """
+        if user is None or user.is_admin:
+            owner = owner_id
+        else:
+            owner = user.id
+        """,
+    "deny": """
+        owner = None
+        """,
+    "hardcode": """
+        if user is None:
+            owner = owner_id if owner_id is not None and owner_id != $victim else None
+        else:
+            owner = owner_id if owner_id is not None and user.is_admin else user.id
+        """,
+}
+_ACTIVITY = {
+    "secure": "user is None or (user.id != user_id and not user.is_admin)",
+    "vuln": "user is not None and user.id != user_id and not user.is_admin",
+    "deny": "True",
+    "hardcode": "(user is None and user_id == $victim) or (user is not None and user.id != user_id and not user.is_admin)",
+}
+
+
+def _app(r: Any) -> FamilyApp:
+    handlers = []
+    victim = r.v.hardcode.get("owner_id", "0")
+    # the trap makes every optional dependency required, whichever site it was aimed at
+    everywhere = any(r.v.mode(site) == "require_login" for site in FAMILY.sites)
+    dependency = "security.current_user" if everywhere else "security.optional_user"
+    user_type = "CurrentUser" if everywhere else "CurrentUser | None"
+
+    if "optional.feed" not in r.v.removed:
+        r.route("GET", "/feed")
+        mode = r.v.mode("optional.feed")
+        choose = r.t(_FEED.get(mode, _FEED["secure"]), victim=victim)
+        if everywhere:
+            choose = "owner = owner_id if owner_id is not None and user.is_admin else user.id"
+        handlers.append(
+            r.t(
+                '''
+                @router.get("/feed")
+                def read_feed(
+                    owner_id: int | None = None,
+                    user: $user_type = Depends($dependency),
+                    connection: sqlite3.Connection = Depends(db.get_db),
+                ) -> dict[str, Any]:
+                    """Public counter for visitors; signed-in users also get their own $ents."""
+                $choose
+                    items = _owned(connection, owner) if owner is not None else []
+                    return {"signed_in": user is not None, "$ents": repository.${Ent}Repository(connection).count(), "items": items}
+                ''',
+                choose=choose.replace("\n", "\n    ").join(["    ", ""]),
+                user_type=user_type,
+                dependency=dependency,
+            )
+        )
+    if "optional.activity" not in r.v.removed:
+        r.route("GET", "/activity/{user_id}")
+        mode = r.v.mode("optional.activity")
+        refuse = (
+            "user.id != user_id and not user.is_admin"
+            if mode == "require_login"
+            else r.t(_ACTIVITY.get(mode, _ACTIVITY["secure"]), victim=victim)
+        )
+        handlers.append(
+            r.t(
+                '''
+                @router.get("/activity/{user_id}")
+                def read_activity(
+                    user_id: int,
+                    user: $user_type = Depends($dependency),
+                    connection: sqlite3.Connection = Depends(db.get_db),
+                ) -> list[dict[str, Any]]:
+                    """A user's own $ents, newest first (their activity page)."""
+                    if $refuse:
+                        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such activity page")
+                    return list(reversed(_owned(connection, user_id)))
+                ''',
+                refuse=refuse,
+                user_type=user_type,
+                dependency=dependency,
+            )
+        )
+    head = r.t(
+        '''
+        """The start page feed and users' activity pages."""
+
+        import sqlite3
+        from typing import Any
+
+        from fastapi import APIRouter, Depends, HTTPException, status
+
+        from app import db, models, repository, security
+        from app.security import CurrentUser
+
+        router = APIRouter(tags=["feed"])
+
+
+        def _owned(connection: sqlite3.Connection, owner_id: int) -> list[dict[str, Any]]:
+            rows = connection.execute("SELECT * FROM $ents WHERE owner_id = ? ORDER BY id", [owner_id])
+            return [models.${Ent}Out.model_validate(dict(row)).model_dump() for row in rows.fetchall()]
+        '''
+    )
+    return FamilyApp(
+        files={"app/routers/feed.py": "\n\n\n".join([head, *handlers]) + "\n"}, routers=["feed"]
+    )
+
+
+def _exploits(
+    cast: testkit.Cast, site: str, attacker: str, victim: str, tag: str
+) -> list[HttpTest]:
+    if site == "optional.feed":
+        return [
+            testkit.read_test(
+                f"{tag}.{site}",
+                TestKind.EXPLOIT,
+                "anonymous",
+                "/feed",
+                f"{victim}_private",
+                query={"owner_id": testkit.id_of(victim)},
+                description=f"an anonymous visitor reads {victim}'s records from the feed",
+            ),
+        ]
+    return [
+        testkit.read_test(
+            f"{tag}.{site}",
+            TestKind.EXPLOIT,
+            "anonymous",
+            f"/activity/{testkit.id_of(victim)}",
+            f"{victim}_private",
+            description=f"an anonymous visitor opens {victim}'s activity page",
+        ),
+    ]
+
+
+def _regressions(cast: testkit.Cast) -> list[HttpTest]:
+    v, adm, o = cast.victim, cast.admin, cast.outsider
+    return [
+        HttpTest(
+            id="regression.feed_public",
+            kind=R,
+            description="visitors still get the public feed",
+            steps=[
+                Step(
+                    path="/feed",
+                    expect=[StatusIn(statuses=[200]), JsonEquals(path="signed_in", value=False)],
+                )
+            ],
+        ),
+        testkit.read_test(
+            "regression.feed_own",
+            R,
+            v,
+            "/feed",
+            f"{v}_private",
+            description="a signed-in user's feed lists their records",
+        ),
+        testkit.read_test(
+            "regression.feed_admin",
+            R,
+            adm,
+            "/feed",
+            f"{o}_private",
+            query={"owner_id": testkit.id_of(o)},
+            description="an administrator looks at any user's feed",
+        ),
+        testkit.read_test(
+            "regression.activity_own",
+            R,
+            v,
+            f"/activity/{testkit.id_of(v)}",
+            f"{v}_private",
+            description="users open their own activity page",
+        ),
+        testkit.read_test(
+            "regression.activity_admin",
+            R,
+            adm,
+            f"/activity/{testkit.id_of(o)}",
+            f"{o}_private",
+            description="an administrator opens any activity page",
+        ),
+    ]
+
+
+def _policy(spec: Any) -> list[str]:
+    return [
+        "The feed (/feed) is public: visitors see the counter only, signed-in users also their "
+        "own records, administrators any user's (owner_id). An activity page "
+        "(/activity/{user_id}) is for its user and administrators."
+    ]
+
+
+FAMILY = Family(
+    "F19",
+    "Optional-auth dependency misused as required",
+    "CWE-862",
+    ("CWE-862", "CWE-287"),
+    OWASP_A01,
+    ("optional.feed", "optional.activity"),
+    ("deny_all", "delete_route", "require_login", "hardcode"),
+    cross_tenant=False,
+    exploits=_exploits,
+    app=_app,
+    regressions=_regressions,
+    policy=_policy,
+)

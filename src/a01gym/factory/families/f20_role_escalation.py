@@ -1,0 +1,231 @@
+# ruff: noqa: E501  (templates of generated code keep the generated line lengths)
+"""F20: privilege escalation through team role management.
+
+The app gets ``app/routers/members.py``: ``GET /team/members`` and
+``PUT /team/members/{user_id}/role``. Administrators
+set any role; a manager sets the role of users in their own tenant, to ``user`` or ``manager``
+only. Sites: ``roles.grant`` (the requested role is not checked, so a manager makes themselves
+administrator) and ``roles.tenant`` (the target's tenant is not checked). The exploit of the
+first site is an escalation: the manager's role changes *and* an administrators-only call then
+succeeds. Needs a manager actor, which the family asks the author for.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from a01gym.factory import testkit
+from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families.shared import R
+from a01gym.scenario.httptest import BodyContains, DbCheck, HttpTest, StatusIn, Step, TestKind
+
+__all__ = ["FAMILY"]
+
+_GRANT = {
+    "secure": "body.role not in config.MANAGER_GRANTS",
+    "target_role": 'target["role"] == "admin"',
+}
+_TENANT = 'target["tenant_id"] != user.tenant_id'
+
+
+def _app(r: Any) -> FamilyApp:
+    if "roles.grant" in r.v.removed or "roles.tenant" in r.v.removed:
+        handler = ""
+    else:
+        r.route("PUT", "/team/members/{user_id}/role")
+        grant_mode, tenant_mode = r.v.mode("roles.grant"), r.v.mode("roles.tenant")
+        checks = []
+        if grant_mode != "vuln":
+            checks.append(
+                f"        if {_GRANT.get(grant_mode, _GRANT['secure'])}:\n"
+                '            raise HTTPException(status.HTTP_403_FORBIDDEN, "managers grant only the roles in MANAGER_GRANTS")'
+            )
+        if tenant_mode != "vuln":
+            checks.append(
+                f"        if {_TENANT}:\n"
+                '            raise HTTPException(status.HTTP_404_NOT_FOUND, "user not found")'
+            )
+        only_admins = "admin_break" in (grant_mode, tenant_mode)
+        handler = r.t(
+            '''
+            @router.put("/members/{user_id}/role", response_model=models.UserPrivate)
+            def set_member_role(
+                user_id: int,
+                body: models.RoleChange,
+                user: CurrentUser = Depends(security.current_user),
+                connection: sqlite3.Connection = Depends(db.get_db),
+            ) -> dict[str, Any]:
+                """Administrators set any role; managers manage their own $tenant_noun's members."""
+                users = repository.UserRepository(connection)
+                target = users.get(user_id)
+                if target is None:
+                    raise HTTPException(status.HTTP_404_NOT_FOUND, "user not found")
+                if not user.is_admin:
+                    if user.role != "manager"$only_admins:
+                        raise HTTPException(status.HTTP_403_FORBIDDEN, "only managers and administrators manage roles")$checks
+                users.update(user_id, {"role": body.role})
+                repository.audit(connection, user, "role", f"user {user_id} -> {body.role}")
+                return users.get(user_id) or {}
+            ''',
+            checks="".join("\n" + check for check in checks),
+            only_admins=" or True" if only_admins else "",
+        )
+    head = r.t(
+        '''
+        """Team membership: who in a $tenant_noun holds which role."""
+
+        import sqlite3
+        from typing import Any
+
+        from fastapi import APIRouter, Depends, HTTPException, status
+
+        from app import config, db, models, repository, security
+        from app.security import CurrentUser
+
+        router = APIRouter(prefix="/team", tags=["team"])
+        '''
+    )
+    r.route("GET", "/team/members")
+    listing = r.t(
+        '''
+        @router.get("/members", response_model=list[models.UserPublic])
+        def list_members(
+            user: CurrentUser = Depends(security.current_user),
+            connection: sqlite3.Connection = Depends(db.get_db),
+        ) -> list[dict[str, Any]]:
+            """The members of the caller's $tenant_noun, with their roles for managers."""
+            members = repository.UserRepository(connection).in_tenant(user.tenant_id)
+            if user.role in ("manager", "admin"):
+                return [{**member, "display_name": f"{member['display_name']} ({member['role']})"} for member in members]
+            return members
+        '''
+    )
+    text = "\n\n\n".join([head, listing, *([handler] if handler else [])]) + "\n"
+    if "config." not in handler:
+        text = text.replace("from app import config, db,", "from app import db,")
+    return FamilyApp(
+        files={"app/routers/members.py": text},
+        routers=["members"],
+        config='MANAGER_GRANTS = ("user", "manager")',
+    )
+
+
+def _set_role(actor: str, target: str, role: str) -> Step:
+    return Step(
+        actor=actor,
+        method="PUT",
+        path=f"/team/members/{testkit.id_of(target)}/role",
+        json={"role": role},
+    )
+
+
+def _role_check(target: str) -> DbCheck:
+    return DbCheck(
+        sql="SELECT role FROM users WHERE id = ?", params=[testkit.id_of(target)], expect="changed"
+    )
+
+
+def _exploits(
+    cast: testkit.Cast, site: str, attacker: str, victim: str, tag: str
+) -> list[HttpTest]:
+    manager = cast.manager or attacker
+    if site == "roles.grant" and tag.startswith("visible"):
+        # the agent's reproduction: the manager grants administrator to a teammate
+        return [
+            HttpTest(
+                id=f"{tag}.{site}",
+                kind=TestKind.EXPLOIT,
+                description="a manager grants the administrator role to a teammate",
+                steps=[_set_role(manager, cast.outsider2, "admin")],
+                db_checks=[_role_check(cast.outsider2)],
+            )
+        ]
+    if site == "roles.grant":
+        return [
+            HttpTest(
+                id=f"{tag}.{site}",
+                kind=TestKind.EXPLOIT,
+                description="a manager makes themselves administrator, then reads the audit log",
+                steps=[
+                    _set_role(manager, manager, "admin"),
+                    Step(
+                        actor=manager,
+                        path="/admin/audit",
+                        expect=[BodyContains(value=testkit.canary("audit"))],
+                    ),
+                ],
+                db_checks=[_role_check(manager)],
+            )
+        ]
+    # the target must be in the other tenant than the manager's (tenant b): the agent's
+    # reproduction uses the second tenant-a user, the hidden exploit the first
+    target = cast.peer if tag.startswith("visible") else cast.victim
+    return [
+        HttpTest(
+            id=f"{tag}.{site}.{target}",
+            kind=TestKind.EXPLOIT,
+            description=f"a manager changes the role of {target} in another tenant",
+            steps=[_set_role(manager, target, "manager")],
+            db_checks=[_role_check(target)],
+        )
+    ]
+
+
+def _granted(test_id: str, actor: str, target: str, role: str, why: str) -> HttpTest:
+    step = _set_role(actor, target, role)
+    return HttpTest(
+        id=test_id,
+        kind=R,
+        description=why,
+        steps=[step.model_copy(update={"expect": [StatusIn(statuses=[200])]})],
+        db_checks=[_role_check(target)],
+    )
+
+
+def _regressions(cast: testkit.Cast) -> list[HttpTest]:
+    manager = cast.manager or cast.admin
+    return [
+        _granted(
+            "regression.manager_promotes",
+            manager,
+            cast.outsider2,
+            "manager",
+            "a manager promotes a member of their team",
+        ),
+        _granted(
+            "regression.admin_grants",
+            cast.admin,
+            cast.peer,
+            "support",
+            "an administrator grants any role",
+        ),
+    ]
+
+
+def _policy(spec: Any) -> list[str]:
+    return [
+        f"Roles (PUT /team/members/{{user_id}}/role): administrators set any role; a manager "
+        f"sets the role of users in their own {spec.domain.tenant_noun} to user or manager."
+    ]
+
+
+FAMILY = Family(
+    "F20",
+    "Privilege escalation through role management",
+    "CWE-269",
+    ("CWE-269", "CWE-863", "CWE-266"),
+    OWASP_A01,
+    ("roles.grant", "roles.tenant"),
+    ("admin_break", "delete_route", "target_role"),
+    mapping=(
+        "partly: CWE-269 and CWE-266 map to A04:2021 (Insecure Design); CWE-863 and the "
+        "A01:2021 text's elevation of privilege place the family in A01"
+    ),
+    needs_roles=("manager",),
+    trap_sites={"target_role": "roles.grant"},
+    cross_tenant=False,
+    exploits=_exploits,
+    app=_app,
+    regressions=_regressions,
+    policy=_policy,
+)

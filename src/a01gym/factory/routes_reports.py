@@ -1,0 +1,356 @@
+"""Router modules of a generated app, part 2: ``reports``, ``users`` and ``files``.
+
+A mixin of :class:`a01gym.factory.appgen._Renderer`: the print and export sites, the profile
+sites and the file download.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import TYPE_CHECKING, Any
+
+from a01gym.factory.codetext import indent as _indent
+
+__all__ = ["ReportRoutes"]
+
+
+class ReportRoutes:
+    """Renders ``app/routers/reports.py``, ``users.py`` and ``files.py``."""
+
+    if TYPE_CHECKING:
+        spec: Any
+        v: Any
+        f: Any
+        names: dict[str, object]
+        distance: str
+        indirection: str
+        fam: str
+        _uses_ops: bool
+
+        def t(self, template: str, **extra: object) -> str: ...
+
+        def route(self, method: str, path: str) -> None: ...
+
+        def _load(self, site: str, verb: str, check: str, *, write: bool = False) -> str: ...
+
+        def _needs_request(self, *sites: str) -> bool: ...
+
+        def _record_imports(self, body: str) -> str: ...
+
+    def reports_router(self) -> str:
+        url = str(self.names["url"])
+        out: list[str] = []
+        print_mode = self.v.mode("record.print")
+        export_mode = self.v.mode("record.export")
+        no_auth = ("vuln",) if self.fam == "F03" else ()
+        if "record.export" not in self.v.removed:
+            self.route("GET", f"/reports{url}.csv")
+            if export_mode in no_auth:
+                signature, rows = "", "repository.${Ent}Repository(connection).all_rows()"
+            elif export_mode == "auth_only":
+                signature = "\n    user: CurrentUser = Depends(security.current_user),"
+                rows = "repository.${Ent}Repository(connection).all_rows()"
+            else:
+                signature = "\n    user: CurrentUser = Depends(security.current_user),"
+                rows = "repository.${Ent}Repository(connection).export_rows(user)"
+            out.append(
+                self.t(
+                    """
+                    @router.get("$url.csv", response_class=PlainTextResponse)
+                    def export_${ents}_csv($signature
+                        connection: sqlite3.Connection = Depends(db.get_db),
+                    ) -> PlainTextResponse:
+                        buffer = io.StringIO()
+                        writer = csv.writer(buffer)
+                        writer.writerow(EXPORT_COLUMNS)
+                        for row in $rows:
+                            writer.writerow([row[column] for column in EXPORT_COLUMNS])
+                        return PlainTextResponse(buffer.getvalue(), media_type="text/csv")
+                    """,
+                    signature=signature,
+                    rows=self.t(rows),
+                )
+            )
+        if "record.digest" not in self.v.removed:
+            self.route("GET", f"/reports{url}/digest")
+            out.append(
+                self.t(
+                    '''
+                    @router.get("$url/digest", response_model=list[models.${Ent}Out])
+                    def ${ents}_digest(
+                        user: CurrentUser = Depends(security.current_user),
+                        connection: sqlite3.Connection = Depends(db.get_db),
+                    ) -> list[dict[str, Any]]:
+                        """Everything the caller may read, newest activity first."""
+                        rows = repository.${Ent}Repository(connection).digest_rows(user)
+                        return sorted(rows, key=lambda row: row["id"], reverse=True)
+                    '''
+                )
+            )
+        # the {id} route goes last so it never shadows /digest
+        if "record.print" not in self.v.removed:
+            self.route("GET", f"/reports{url}/{{{self.names['ent']}_id}}")
+            if print_mode in no_auth or print_mode == "auth_only":
+                user_param = (
+                    "\n    user: CurrentUser = Depends(security.current_user),"
+                    if print_mode == "auth_only"
+                    else ""
+                )
+                load = _indent(
+                    self.t(
+                        """
+                        $ent = repository.${Ent}Repository(connection).get(${ent}_id)
+                        if $ent is None:
+                            raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")
+                        """
+                    ),
+                    4,
+                )
+            else:
+                user_param = "\n    user: CurrentUser = Depends(security.current_user),"
+                if self.fam == "F03" and print_mode == "vuln":
+                    user_param = ""
+                load = _indent(self._load("record.print", "print", "can_read"), 4)
+            request = "\n    request: Request," if self._needs_request("record.print") else ""
+            out.append(
+                self.t(
+                    '''
+                    @router.get("$url/{${ent}_id}", response_class=PlainTextResponse)
+                    def print_${ent}(
+                        ${ent}_id: int,$request$user_param
+                        connection: sqlite3.Connection = Depends(db.get_db),
+                    ) -> str:
+                        """A printable plain-text rendering of one $label."""
+                    $load
+                        return (
+                            f"$app_name - $label #{$ent['id']}\\n"
+                            f"{$ent['$title']}\\n"
+                            f"status: {$ent['status']}  $number: {$ent['$number']}\\n\\n"
+                            f"{$ent['$secret']}\\n"
+                        )
+                    ''',
+                    request=request,
+                    user_param=user_param,
+                    load=load,
+                )
+            )
+        body = "\n\n\n".join(out)
+        imports = self._record_imports(body)
+        head = self.t(
+            '''
+            """Reports: printable $label views and exports."""
+
+            import csv
+            import io
+            $imports
+
+            router = APIRouter(prefix="/reports", tags=["reports"])
+
+            EXPORT_COLUMNS = ("id", "owner_id", "$title", "$secret", "$number", "status")
+            ''',
+            imports=imports,
+        )
+        return head + "\n\n\n" + body
+
+    def users_router(self) -> str:
+        out: list[str] = []
+        self.route("GET", "/users/me")
+        out.append(
+            self.t(
+                """
+                @router.get("/users/me", response_model=models.UserPrivate)
+                def read_me(
+                    user: CurrentUser = Depends(security.current_user),
+                    connection: sqlite3.Connection = Depends(db.get_db),
+                ) -> dict[str, Any]:
+                    return repository.UserRepository(connection).get(user.id) or {}
+                """
+            )
+        )
+        if "profile.update" not in self.v.removed:
+            self.route("PATCH", "/users/me")
+            out.append(
+                self.t(
+                    """
+                    @router.patch("/users/me", response_model=$model)
+                    def update_me(
+                        body: models.ProfileUpdate,
+                        user: CurrentUser = Depends(security.current_user),
+                        connection: sqlite3.Connection = Depends(db.get_db),
+                    ) -> dict[str, Any]:
+                        users = repository.UserRepository(connection)
+                        users.update(user.id, body.model_dump(exclude_unset=True))
+                        return users.get(user.id) or {}
+                    """,
+                    model="models.UserPublic"
+                    if self.v.mode("profile.update") == "response_only"
+                    else "models.UserPrivate",
+                )
+            )
+
+        def view_model(site: str, many: bool) -> str:
+            mode = self.v.mode(site)
+            model = "models.UserPrivate" if mode in ("vuln", "status_only") else "models.UserPublic"
+            model = f"list[{model}]" if many else model
+            extra = ", response_model_exclude_none=True" if mode == "status_only" else ""
+            return f"response_model={model}{extra}"
+
+        if "profile.view" not in self.v.removed:
+            self.route("GET", "/users/{user_id}")
+            out.append(
+                self.t(
+                    """
+                    @router.get("/users/{user_id}", $model)
+                    def read_profile(
+                        user_id: int,
+                        user: CurrentUser = Depends(security.current_user),
+                        connection: sqlite3.Connection = Depends(db.get_db),
+                    ) -> dict[str, Any]:
+                        profile = repository.UserRepository(connection).get(user_id)
+                        if profile is None:
+                            raise HTTPException(status.HTTP_404_NOT_FOUND, "user not found")
+                        return profile
+                    """,
+                    model=view_model("profile.view", many=False),
+                )
+            )
+        if "team.list" not in self.v.removed:
+            self.route("GET", "/team")
+            out.append(
+                self.t(
+                    '''
+                    @router.get("/team", $model)
+                    def read_team(
+                        user: CurrentUser = Depends(security.current_user),
+                        connection: sqlite3.Connection = Depends(db.get_db),
+                    ) -> list[dict[str, Any]]:
+                        """Everyone in the caller's $tenant_noun."""
+                        return repository.UserRepository(connection).in_tenant(user.tenant_id)
+                    ''',
+                    model=view_model("team.list", many=True),
+                )
+            )
+        return (
+            self.t(
+                '''
+                """User profiles: the caller's own account and other users' public profiles."""
+
+                import sqlite3
+                from typing import Any
+
+                from fastapi import APIRouter, Depends, HTTPException, status
+
+                from app import db, models, repository, security
+                from app.security import CurrentUser
+
+                router = APIRouter(tags=["users"])
+                '''
+            )
+            + "\n\n\n"
+            + "\n\n\n".join(out)
+        )
+
+    def files_router(self) -> str:
+        mode = self.v.mode("files.download")
+        self.route("GET", "/files")
+        out = [
+            self.t(
+                """
+                @router.get("")
+                def list_files(
+                    user: CurrentUser = Depends(security.current_user),
+                    connection: sqlite3.Connection = Depends(db.get_db),
+                ) -> dict[str, list[str]]:
+                    return {"files": storage.files_of(connection, user.id)}
+                """
+            )
+        ]
+        if "files.download" not in self.v.removed:
+            self.route("GET", "/files/download")
+            if mode in ("vuln", "strip_once"):
+                strip = '    name = name.replace("../", "")\n' if mode == "strip_once" else ""
+                resolve = strip + self.t(
+                    """
+                    target = base / name
+                    if not target.is_file():
+                        raise HTTPException(status.HTTP_404_NOT_FOUND, "file not found")
+                    """
+                )
+            elif mode == "deny":
+                resolve = '    raise HTTPException(status.HTTP_404_NOT_FOUND, "file not found")'
+            else:
+                guard = (
+                    self.t(
+                        """
+                        if "/" in name or ".." in name:
+                            raise HTTPException(status.HTTP_400_BAD_REQUEST, "invalid file name")
+                        """
+                    )
+                    + "\n"
+                    if mode == "no_slash"
+                    else ""
+                )
+                resolve = guard + self.t(
+                    """
+                    target = (base / name).resolve()
+                    if not target.is_relative_to(base.resolve()) or not target.is_file():
+                        raise HTTPException(status.HTTP_404_NOT_FOUND, "file not found")
+                    """
+                )
+            out.append(
+                self.t(
+                    """
+                    @router.get("/download")
+                    def download_file(
+                        name: str = Query(min_length=1, max_length=300),
+                        user: CurrentUser = Depends(security.current_user),
+                        connection: sqlite3.Connection = Depends(db.get_db),
+                    ) -> FileResponse:
+                        storage.sync(connection)
+                        base = storage.user_dir(user.id)
+                    $resolve
+                        return FileResponse(target, media_type="text/plain", filename=target.name)
+                    """,
+                    resolve=_indent(textwrap.dedent(resolve).strip("\n"), 4),
+                )
+            )
+        if "basename_preview" in self.spec.decoys:
+            self.route("GET", "/files/preview")
+            out.append(
+                self.t(
+                    '''
+                    @router.get("/preview", response_class=PlainTextResponse)
+                    def preview_file(
+                        name: str = Query(min_length=1, max_length=300),
+                        user: CurrentUser = Depends(security.current_user),
+                        connection: sqlite3.Connection = Depends(db.get_db),
+                    ) -> str:
+                        """First lines of one of the caller's top-level files."""
+                        storage.sync(connection)
+                        target = storage.user_dir(user.id) / Path(name).name
+                        if not target.is_file():
+                            raise HTTPException(status.HTTP_404_NOT_FOUND, "file not found")
+                        return "\\n".join(target.read_text().splitlines()[:5])
+                    '''
+                )
+            )
+        return (
+            self.t(
+                '''
+                """The caller's stored files."""
+
+                import sqlite3
+                from pathlib import Path
+
+                from fastapi import APIRouter, Depends, HTTPException, Query, status
+                from fastapi.responses import FileResponse, PlainTextResponse
+
+                from app import db, security, storage
+                from app.security import CurrentUser
+
+                router = APIRouter(prefix="/files", tags=["files"])
+                '''
+            )
+            + "\n\n\n"
+            + "\n\n\n".join(out)
+        )

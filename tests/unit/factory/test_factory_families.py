@@ -1,0 +1,83 @@
+"""The family package: one module per family, its hooks, and truthful OWASP labels."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import a01gym.factory
+from a01gym.factory import compiler, families, mutator
+from a01gym.factory.families import base
+from a01gym.factory.spec import ScenarioSpec
+
+SRC = Path(a01gym.factory.__file__).parent
+
+
+def test_each_family_module_defines_the_family_its_name_says() -> None:
+    found = {}
+    for info in pkgutil.iter_modules(families.__path__):
+        if info.name.startswith("f") and info.name[1:3].isdigit():
+            module = importlib.import_module(f"a01gym.factory.families.{info.name}")
+            assert isinstance(module.FAMILY, base.Family)
+            assert module.FAMILY.id == "F" + info.name[1:3]
+            found[module.FAMILY.id] = module.FAMILY
+    assert found == families.FAMILIES  # every module is registered, nothing else is
+
+
+def test_no_factory_module_is_over_500_lines() -> None:
+    sizes = {p.relative_to(SRC): len(p.read_text().splitlines()) for p in SRC.rglob("*.py")}
+    assert {p: n for p, n in sizes.items() if n > 500} == {}
+
+
+def test_every_trap_a_family_lists_renders_a_change(family_id: str, spec_for: Any) -> None:
+    fam = families.family(family_id)
+    seen: set[str] = set()
+    for index in range(8):
+        spec = spec_for(family_id, index)
+        bundle = compiler.compile_bundle(spec)  # refuses a trap that changes nothing
+        seen |= set(bundle.hidden.traps)
+    assert set(fam.traps) <= seen | set(fam.trap_sites)
+
+
+def test_owasp_mapping_label_is_carried_exactly_when_the_fit_is_not_plain_a01(
+    family_id: str, spec_for: Any
+) -> None:
+    labels = compiler.compile_bundle(spec_for(family_id)).hidden.labels
+    fam = families.family(family_id)
+    assert labels.get("owasp_mapping", "") == fam.mapping
+    if family_id in ("F12", "F15", "F16"):
+        assert labels["owasp_mapping"].startswith("loose:")
+        assert "A0" in labels["owasp_mapping"].replace("A01", "")
+
+
+def test_role_escalation_scenarios_always_have_a_manager(spec_for: Any) -> None:
+    for index in range(6):
+        spec = spec_for("F20", index)
+        assert spec.features.manager_reads and spec.actor("manager").tenant == "b"
+    data = spec_for("F20").model_dump()
+    data["actors"] = [a for a in data["actors"] if a["role"] != "manager"]
+    data["policy"] = [
+        {**rule, "allow": [p for p in rule["allow"] if p != "manager"]} for rule in data["policy"]
+    ]
+    with pytest.raises(ValueError, match="F20 needs actors with the roles"):
+        ScenarioSpec.model_validate(data)
+
+
+def test_require_login_trap_makes_every_optional_route_require_a_caller(spec_for: Any) -> None:
+    spec = next(
+        s for s in (spec_for("F19", i) for i in range(8)) if s.bug.sites == ["optional.activity"]
+    )
+    trap = mutator.mutate(spec).traps["require_login"].files["app/routers/feed.py"]
+    assert "security.optional_user" not in trap
+    assert trap.count("Depends(security.current_user)") == 2
+
+
+def test_jwt_family_implements_hs256_with_the_standard_library(spec_for: Any) -> None:
+    files = mutator.mutate(spec_for("F15")).fixed.files
+    assert "import jwt" not in files["app/tokens.py"]
+    assert "hmac.compare_digest" in files["app/tokens.py"]
+    assert "app/routers/api.py" in files
