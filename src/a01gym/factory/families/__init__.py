@@ -6,15 +6,36 @@ where it can live (each site is one route or one shared function the mutator can
 vulnerable independently), the trap patches that make sense for it, and its hooks (its own
 regression tests; for self-contained families also its app code, exploits and fixture rows).
 The spec validates against this table and the mutator and the test generator dispatch on it,
-so adding a family means one new module and one line in ``_MODULES``. Where a family's CWEs
-map to another OWASP 2021 category than A01, its ``mapping`` says so (the table below and the
-bundle's ``owasp_mapping`` label carry it).
+so adding a family means one new module, imported and listed in ``_MODULES`` below (plain
+imports: the host imports only code it ships by name, see tests/unit/test_host_exec.py).
+Where a family's CWEs map to another OWASP 2021 category than A01, its ``mapping`` says so
+(the table below and the bundle's ``owasp_mapping`` label carry it).
 """
 
 from __future__ import annotations
 
-import importlib
-
+from a01gym.factory.families import (  # the registry: one line per family module
+    f01_idor,
+    f02_write_siblings,
+    f03_missing_auth,
+    f04_function_level,
+    f05_client_input,
+    f06_mass_assignment,
+    f07_tenant_lists,
+    f08_export_filter,
+    f09_response_model,
+    f10_path_traversal,
+    f11_open_redirect,
+    f12_cors_credentials,
+    f13_method_confusion,
+    f14_path_mismatch,
+    f15_jwt_verification,
+    f16_share_tokens,
+    f17_forced_browsing,
+    f18_csrf,
+    f19_optional_auth,
+    f20_role_escalation,
+)
 from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
 
 __all__ = [
@@ -27,34 +48,30 @@ __all__ = [
     "family",
 ]
 
-# The registry: one line per family module, imported once when the catalog is first used.
 _MODULES = (
-    "f01_idor",
-    "f02_write_siblings",
-    "f03_missing_auth",
-    "f04_function_level",
-    "f05_client_input",
-    "f06_mass_assignment",
-    "f07_tenant_lists",
-    "f08_export_filter",
-    "f09_response_model",
-    "f10_path_traversal",
-    "f11_open_redirect",
-    "f12_cors_credentials",
-    "f13_method_confusion",
-    "f14_path_mismatch",
-    "f15_jwt_verification",
-    "f16_share_tokens",
-    "f17_forced_browsing",
-    "f18_csrf",
-    "f19_optional_auth",
-    "f20_role_escalation",
+    f01_idor,
+    f02_write_siblings,
+    f03_missing_auth,
+    f04_function_level,
+    f05_client_input,
+    f06_mass_assignment,
+    f07_tenant_lists,
+    f08_export_filter,
+    f09_response_model,
+    f10_path_traversal,
+    f11_open_redirect,
+    f12_cors_credentials,
+    f13_method_confusion,
+    f14_path_mismatch,
+    f15_jwt_verification,
+    f16_share_tokens,
+    f17_forced_browsing,
+    f18_csrf,
+    f19_optional_auth,
+    f20_role_escalation,
 )
 
-FAMILIES: dict[str, Family] = {
-    module.FAMILY.id: module.FAMILY
-    for module in (importlib.import_module(f"{__name__}.{name}") for name in _MODULES)
-}
+FAMILIES: dict[str, Family] = {module.FAMILY.id: module.FAMILY for module in _MODULES}
 TRAP_KINDS: tuple[str, ...] = tuple(
     sorted({t for f in FAMILIES.values() for t in (*f.traps, *f.multi_site_traps)})
 )
