@@ -26,7 +26,9 @@ from apihelpers import Api
 from stack import Stack
 
 import report
-from a01gym.sandbox.kubernetes import KubeClient, KubeCredentials, KubernetesBackend
+from a01gym.sandbox.kube_client import KubeClient
+from a01gym.sandbox.kube_credentials import KubeCredentials
+from a01gym.sandbox.kubernetes import KubernetesBackend
 
 
 async def _acquire_ms(backend: KubernetesBackend) -> float:
