@@ -5,8 +5,10 @@
 * **Claims** take an idle pool pod in one optimistic-lock patch (``metadata.resourceVersion``
   precondition) that writes the ``a01gym.dev/episode-uid`` label, takes the pod out of the
   pool and moves its ownerReference to the Episode: two claims of one pod cannot both win.
-* **Token Secrets** are created before their pod (so the pod never waits for its mount) and
-  get the pod as owner right after; the orphan sweep deletes unowned ones past a grace.
+* **Token Secrets** are created before their pod (so the pod never waits for its mount). A
+  cold pod's is owned by its Episode from the start; a pool pod's gets the pod as owner
+  right after the pod exists (one request more). The orphan sweep deletes unowned ones
+  past a grace.
 
 Every object the API server returns is folded into the store at once, so the next reconcile
 sees this process's own writes before their watch events arrive.
@@ -88,6 +90,7 @@ class Sandboxes:
         name = f"sbx-{meta['uid']}"
         pool_spec = (pool or {}).get("spec") or {}
         ttl = int(spec.get("ttlSeconds", 3600))
+        owner = builders.build_owner_reference("Episode", meta["name"], meta["uid"])
         pod = builders.build_sandbox_pod(
             name=name,
             namespace=self.ns,
@@ -99,12 +102,12 @@ class Sandboxes:
             ),
             token_secret=name,
             extra_labels={labels.STATE: labels.STATE_CLAIMED, labels.EPISODE_UID: meta["uid"]},
-            owner=builders.build_owner_reference("Episode", meta["name"], meta["uid"]),
+            owner=owner,
             active_deadline_s=ttl + self.settings.deadline_slack_s,
             annotations={labels.ANNOTATION_EPISODE_NAME: meta["name"]},
         )
         try:
-            return await self._create(pod)
+            return await self._create(pod, secret_owner=owner)
         except KubeApiError as exc:
             if exc.status != 409:
                 raise
@@ -161,11 +164,18 @@ class Sandboxes:
             overrides=overrides,
         )
 
-    async def _create(self, pod: dict[str, Any]) -> PodView:
-        """Token Secret, then the pod, then the Secret's ownerReference to the pod."""
+    async def _create(
+        self, pod: dict[str, Any], *, secret_owner: dict[str, Any] | None = None
+    ) -> PodView:
+        """Token Secret, then the pod, then (without ``secret_owner``) the Secret's
+        ownerReference to the pod."""
         name = pod["metadata"]["name"]
         secret = builders.build_token_secret(
-            name=name, namespace=self.ns, token=secrets.token_urlsafe(32), pod_name=name
+            name=name,
+            namespace=self.ns,
+            token=secrets.token_urlsafe(32),
+            pod_name=name,
+            owner=secret_owner,
         )
         try:
             await self.kube.create(self.secrets(), secret)
@@ -174,6 +184,8 @@ class Sandboxes:
                 raise
         created = await self.kube.create(self.pods(), pod)
         view = self.store.put_pod(created)
+        if secret_owner is not None:
+            return view
         owner = builders.build_owner_reference("Pod", name, view.uid, api_version="v1")
         owner["controller"] = False
         try:
