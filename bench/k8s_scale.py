@@ -154,7 +154,7 @@ async def run_scale(
         started = time.perf_counter()
         await _gather_limited(concurrency, [api.create_episode(n, **spec) for n in names])
         results["scale_create_s"] = round(time.perf_counter() - started, 1)
-        deadline = started + max(300.0, episodes / 10)
+        deadline = started + max(300.0, episodes / 2)
         while len(tracker.ready) + len(tracker.failed) < episodes:
             if time.perf_counter() > deadline:
                 break
@@ -176,7 +176,7 @@ async def run_scale(
             or await _count(kube, api.path("secrets"), "a01gym.dev/component=sandbox-token")
             > await _count(kube, api.path("pods"), "a01gym.dev/component=sandbox")
         ):
-            if time.perf_counter() - deleting > max(300.0, episodes / 10):
+            if time.perf_counter() - deleting > max(300.0, episodes / 2):
                 break
             await asyncio.sleep(1.0)
         finished = time.perf_counter()
