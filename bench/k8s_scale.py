@@ -9,7 +9,9 @@ created as fast as ``concurrency`` requests allow, then all deleted. What it rep
 * ``scale_api_requests_per_episode``: the kube-apiserver's own request counter
   (``apiserver_request_total``, every client: this bench's 2, the kubelet's, the garbage
   collector's, the operator's) over the cycle, per Episode, and the biggest kinds of it;
-* ``scale_operator_cpu_ms_per_episode``: the operator process's user+system CPU over N;
+* ``scale_operator_cpu_ms_per_episode``: the operator process's user+system CPU over N (and
+  every process of the stack in ``scale_cpu_ms_per_episode_by_process``), and its resident
+  memory with all N Episodes Ready;
 * ``scale_orphans``: sandbox pods still claimed and token Secrets without a pod,
   ``settle_s`` after the cycle; ``scale_double_claims``: pods that more than one Episode
   reported as its own; ``scale_not_ready``: Episodes that never became Ready.
@@ -67,6 +69,14 @@ def _cpu_s(pid: int) -> float:
     """User + system CPU seconds of one process (its exited children are not counted)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident memory of one process (with every Episode and pod in its store)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
 
 
 async def _count(kube: KubeClient, path: str, selector: str | None = None) -> int:
@@ -168,6 +178,7 @@ async def run_scale(
         results["scale_failed"] = len(tracker.failed)
         results["scale_warm"] = tracker.sources["Warm"]
         results["scale_double_claims"] = tracker.double_claims()
+        results["scale_operator_rss_mb_at_peak"] = _rss_mb(stack.operator.pid)
         deleting = time.perf_counter()
         await _gather_limited(concurrency, [kube.delete(api.path("episodes", n)) for n in names])
         while (
