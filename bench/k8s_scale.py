@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import os
 import re
 import time
@@ -79,10 +80,10 @@ def _rss_mb(pid: int) -> float:
     return 0.0
 
 
-async def _count(kube: KubeClient, path: str, selector: str | None = None) -> int:
-    """How many objects a LIST would return, from a one-item page (cheap at 10,000)."""
-    listing = await kube.list(path, labelSelector=selector, limit=1)
-    return len(listing["items"]) + int(listing["metadata"].get("remainingItemCount") or 0)
+async def _exists(kube: KubeClient, path: str, selector: str | None = None) -> bool:
+    """Whether a LIST would return anything, from a one-item page (cheap at 10,000; the
+    remaining count is not given with a selector, so this asks only yes or no)."""
+    return bool((await kube.list(path, labelSelector=selector, limit=1))["items"])
 
 
 class _Tracker:
@@ -169,8 +170,9 @@ async def run_scale(
             if time.perf_counter() > deadline:
                 break
             tracker.changed.clear()
-            with_timeout = asyncio.wait_for(tracker.changed.wait(), timeout=1.0)
-            await asyncio.gather(with_timeout, return_exceptions=True)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(1.0):
+                    await tracker.changed.wait()
         ready_s = max(tracker.ready.values(), default=started) - started
         results["scale_ready_s"] = round(ready_s, 1)
         results["scale_ready_per_s"] = round(len(tracker.ready) / max(ready_s, 1e-9), 1)
@@ -182,10 +184,9 @@ async def run_scale(
         deleting = time.perf_counter()
         await _gather_limited(concurrency, [kube.delete(api.path("episodes", n)) for n in names])
         while (
-            await _count(kube, api.path("episodes"))
-            or await _count(kube, api.path("pods"), "a01gym.dev/state=claimed")
-            or await _count(kube, api.path("secrets"), "a01gym.dev/component=sandbox-token")
-            > await _count(kube, api.path("pods"), "a01gym.dev/component=sandbox")
+            await _exists(kube, api.path("episodes"))
+            or await _exists(kube, api.path("pods"), "a01gym.dev/state=claimed")
+            or await leftovers(api)  # a full LIST, but only of what is left by then
         ):
             if time.perf_counter() - deleting > max(300.0, episodes / 2):
                 break
