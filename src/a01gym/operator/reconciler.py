@@ -117,7 +117,7 @@ class Reconciler:
             current = self.store.episodes.get(meta["name"])
             if current is not None and current["metadata"]["uid"] == meta["uid"]:
                 del self.store.episodes[meta["name"]]
-            self.episodes.deleted(meta["name"], meta["uid"])
+            await self.episodes.deleted(meta["name"], meta["uid"])
             return
         self.store.put_object(self.store.episodes, body)
         await self.episodes.reconcile(meta["name"])

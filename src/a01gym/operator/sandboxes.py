@@ -201,8 +201,10 @@ class Sandboxes:
         views = [self.store.put_pod(item) for item in listing["items"]]
         return [v for v in views if not v.deleting]
 
-    async def delete_of_episode(self, uid: str) -> None:
+    async def delete_of_episode(self, uid: str, *, from_api: bool = False) -> None:
         pods = self.store.pods_of_episode(uid)
+        if from_api and not pods:  # the store knows no pod: make sure the API does not either
+            pods = await self.api_pods_of(uid)
         for name in {p.name for p in pods if not p.deleting}:
             await self.delete(name)
 

@@ -1,10 +1,10 @@
 """The periodic sweep: what no watch event announces. TTL expiry, retention of terminal
 Episodes, stuck bindings, lost pods, and (after each resync) orphaned pods and Secrets.
 
-Cleanup after a deleted Episode is the garbage collector's: pods are owned by their Episode
-(or pool), token Secrets by their pod (or a cold pod's Episode), so it also finishes whatever
-a crash left. The sweep catches what ownership cannot (a Secret whose pod was never created,
-a pod the collector missed).
+Cleanup never depends on the operator alone: pods are owned by their Episode (or pool),
+token Secrets by their pod (or a cold pod's Episode), so the garbage collector finishes
+whatever a crash left; the sweep catches what ownership cannot (a Secret whose pod was never
+created).
 """
 
 from __future__ import annotations
