@@ -4,8 +4,10 @@ Measures, through the gateway's ``KubernetesBackend`` (create Episode -> Ready -
 ``warm_ready_ms_p50`` (claim from a SandboxPool), ``cold_ready_ms_p50`` (no pool), and a
 burst: 500 Episodes against a pool of 50, then delete all; ``burst_500_s`` is the wall time
 and ``burst_500_orphans`` the sandbox pods/token Secrets still left 30 s after the deletes.
+``--scale N`` runs the cluster-scale simulation instead (see ``k8s_scale.py``).
 
     python bench/k8s.py --quick --json-out FILE
+    python bench/k8s.py --scale 10000 --json-out FILE
 
 Needs ``tools/envtest.sh`` to have run (etcd, kube-apiserver, kube-controller-manager, helm).
 """
@@ -26,7 +28,11 @@ from apihelpers import Api
 from stack import Stack
 
 import report
-from a01gym.sandbox.kubernetes import KubeClient, KubeCredentials, KubernetesBackend
+from a01gym.sandbox.kube_client import KubeClient
+from a01gym.sandbox.kube_credentials import KubeCredentials
+from a01gym.sandbox.kubernetes import KubernetesBackend
+from k8s_scale import TARGETS as SCALE_TARGETS
+from k8s_scale import leftovers, run_scale
 
 
 async def _acquire_ms(backend: KubernetesBackend) -> float:
@@ -41,17 +47,6 @@ async def _claimed(api: Api) -> int:
     """Sandbox pods still claimed (a server-side filtered list: polling must stay cheap,
     or it takes the API server's CPU from the burst it measures)."""
     return len(await api.pods("a01gym.dev/component=sandbox,a01gym.dev/state=claimed"))
-
-
-async def _leftovers(api: Api) -> int:
-    pods = await api.pods("a01gym.dev/component=sandbox")
-    claimed = [p for p in pods if p["metadata"]["labels"].get("a01gym.dev/state") == "claimed"]
-    listing = await api.kube.list(
-        api.path("secrets"), labelSelector="a01gym.dev/component=sandbox-token"
-    )
-    live = {p["metadata"]["name"] for p in pods}
-    stray = [s for s in listing["items"] if s["metadata"]["name"] not in live]
-    return len(claimed) + len(stray)
 
 
 async def run(stack: Stack, samples: int, burst: int, burst_pool: int) -> dict[str, float]:
@@ -89,14 +84,14 @@ async def run(stack: Stack, samples: int, burst: int, burst_pool: int) -> dict[s
             sandboxes = await asyncio.gather(*(backend.acquire() for _ in range(burst)))
             ready_s = time.perf_counter() - started
             await asyncio.gather(*(backend.release(s) for s in sandboxes))
-            while await _claimed(api) or await _leftovers(api):
+            while await _claimed(api) or await leftovers(api):
                 await asyncio.sleep(0.5)
                 if time.perf_counter() - started > 300:
                     break
             results[f"burst_{burst}_s"] = round(time.perf_counter() - started, 1)
             results[f"burst_{burst}_ready_s"] = round(ready_s, 1)
         await asyncio.sleep(30 if burst >= 100 else 5)
-        results[f"burst_{burst}_orphans"] = await _leftovers(api)
+        results[f"burst_{burst}_orphans"] = await leftovers(api)
         await kube.delete(api.path("sandboxpools", "burst"))
     finally:
         await kube.aclose()
@@ -116,8 +111,14 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer latency samples")
     parser.add_argument("--burst", type=int, default=500)
     parser.add_argument("--burst-pool", type=int, default=50)
+    parser.add_argument("--scale", type=int, help="N Episodes on a simulated kubelet")
+    parser.add_argument("--scale-pool", type=int, default=100, help="pool size for --scale")
+    parser.add_argument("--concurrency", type=int, default=64, help="requests in flight")
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
+    if args.scale:
+        main_scale(args)
+        return
     samples = 10 if args.quick else 40
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="a01gym-bench-k8s-") as workdir:
@@ -130,6 +131,20 @@ def main() -> None:
             stack.stop()
     targets = {k: v for k, v in TARGETS.items() if k in results}
     report.emit("k8s", results, targets, quick=args.quick, began=began, json_out=args.json_out)
+
+
+def main_scale(args: argparse.Namespace) -> None:
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="a01gym-bench-k8s-scale-") as workdir:
+        stack = Stack(Path(workdir), namespace="bench", simulated_kubelet=True).start()
+        try:
+            results = asyncio.run(
+                run_scale(stack, args.scale, args.scale_pool, args.concurrency, settle_s=30.0)
+            )
+        finally:
+            stack.stop()
+    targets = {k: v for k, v in SCALE_TARGETS.items() if k in results}
+    report.emit("k8s-scale", results, targets, quick=False, began=began, json_out=args.json_out)
 
 
 if __name__ == "__main__":

@@ -179,9 +179,12 @@ def build_sandbox_pod(
     }
 
 
-def build_token_secret(*, name: str, namespace: str, token: str, pod_name: str) -> dict[str, Any]:
-    """The Secret holding one sandbox's supervisor token (owner added once the pod exists)."""
-    return {
+def build_token_secret(
+    *, name: str, namespace: str, token: str, pod_name: str, owner: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The Secret holding one sandbox's supervisor token: owned by ``owner`` if it exists
+    already (a cold pod's Episode), else given its pod as owner once the pod exists."""
+    secret: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Secret",
         "type": "Opaque",
@@ -197,6 +200,9 @@ def build_token_secret(*, name: str, namespace: str, token: str, pod_name: str) 
         "immutable": True,
         "stringData": {TOKEN_KEY: token},
     }
+    if owner is not None:
+        secret["metadata"]["ownerReferences"] = [{**owner, "controller": False}]
+    return secret
 
 
 def build_claim_patch(

@@ -94,6 +94,9 @@ class Store:
         """Idle pods with a claim in flight in this process (skipped by other claims)."""
         self._by_episode: dict[str, set[str]] = {}
         """Episode uid -> names of its pods: a reconcile must not scan every pod (O(n²))."""
+        self._by_pool: dict[str, set[str]] = {}
+        """Pool name -> names of its pods (idle or claimed): a claim must not scan every
+        pod either, which cost ~3 ms a claim with 10,000 pods in the store."""
 
     # -- pods --------------------------------------------------------------------------------
     def put_pod(self, body: dict[str, Any]) -> PodView:
@@ -108,6 +111,8 @@ class Store:
             self.pods[view.name] = view
             if view.episode_uid:
                 self._by_episode.setdefault(view.episode_uid, set()).add(view.name)
+            if view.pool:
+                self._by_pool.setdefault(view.pool, set()).add(view.name)
         return self.pods[view.name]
 
     def drop_pod(self, name: str, uid: str | None = None) -> None:
@@ -117,19 +122,20 @@ class Store:
             del self.pods[name]
 
     def _unindex(self, view: PodView | None) -> None:
-        if view is None or not view.episode_uid:
+        if view is None:
             return
-        names = self._by_episode.get(view.episode_uid)
-        if names is not None:
-            names.discard(view.name)
-            if not names:
-                del self._by_episode[view.episode_uid]
+        for index, key in ((self._by_episode, view.episode_uid), (self._by_pool, view.pool)):
+            names = index.get(key) if key else None
+            if names is not None:
+                names.discard(view.name)
+                if not names:
+                    del index[key]  # type: ignore[arg-type]
 
     def pods_of_episode(self, uid: str) -> list[PodView]:
         return [self.pods[n] for n in sorted(self._by_episode.get(uid, ()))]
 
     def pods_of_pool(self, pool: str) -> Iterator[PodView]:
-        return (p for p in self.pods.values() if p.pool == pool)
+        return (self.pods[n] for n in self._by_pool.get(pool, ()))
 
     def claimable(self, pool: str) -> list[PodView]:
         """Idle, Ready pods of ``pool`` not already being claimed here, oldest first."""

@@ -48,7 +48,8 @@ from typing import Any
 import podrun
 
 from a01gym.sandbox import control, isolation
-from a01gym.sandbox.kubernetes import KubeApiError, KubeClient, KubeConnectionError, KubeCredentials
+from a01gym.sandbox.kube_client import KubeApiError, KubeClient, KubeConnectionError
+from a01gym.sandbox.kube_credentials import KubeCredentials
 
 NODE = "process-kubelet"
 SELECTORS = ("a01gym.dev/component=sandbox", "batch.kubernetes.io/job-name")

@@ -27,6 +27,7 @@ __all__ = ["RELEASE", "Stack", "render_chart"]
 RELEASE = "a01gym"
 CHART = ROOT / "charts" / "a01gym"
 KUBELET = Path(__file__).with_name("kubelet.py")
+SIMULATED_KUBELET = Path(__file__).with_name("simkubelet.py")
 
 
 def render_chart(
@@ -54,6 +55,8 @@ class Stack:
     namespace: str = "a01gym-test"
     operator_env: dict[str, str] = dataclasses.field(default_factory=dict)
     pod_runtime: str = "bwrap"  # the kubelet's --pod-runtime
+    simulated_kubelet: bool = False
+    """Bind pods and report them Ready without running them (``simkubelet``): scale runs."""
     plane: ControlPlane = dataclasses.field(init=False)
     kubelet: subprocess.Popen[bytes] | None = None
     operator: subprocess.Popen[bytes] | None = None
@@ -142,6 +145,9 @@ class Stack:
         self.gateway_kubeconfig = plane.kubeconfig("gateway", token=gateway_token)
 
     def _start_kubelet(self) -> None:
+        if self.simulated_kubelet:
+            self._start_simulated_kubelet()
+            return
         with open(self.workdir / "kubelet.log", "wb") as log:
             self.kubelet = self._popen(
                 [
@@ -164,6 +170,16 @@ class Stack:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
                 env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+            )
+
+    def _start_simulated_kubelet(self) -> None:
+        with open(self.workdir / "kubelet.log", "wb") as log:
+            argv = [str(SIMULATED_KUBELET), "--kubeconfig", str(self.admin_kubeconfig)]
+            self.kubelet = self._popen(
+                [sys.executable, *argv, "--namespace", self.namespace],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
 
     def start_operator(self, timeout_s: float = 30.0) -> None:

@@ -62,3 +62,20 @@ def test_condition_transition_time_moves_only_on_a_flip() -> None:
     )
     assert same[0]["lastTransitionTime"] == "t1"
     assert flipped[0]["lastTransitionTime"] == "t3"
+
+
+def test_token_secret_is_owned_by_the_given_owner_from_the_start() -> None:
+    """A cold pod's Secret names its Episode as owner at creation (no second request), and
+    never as controller: the Episode's controller-owned object is the pod."""
+    owner = builders.build_owner_reference("Episode", "ep", "uid-1")
+    secret = builders.build_token_secret(
+        name="sbx-uid-1", namespace="ns", token="t", pod_name="sbx-uid-1", owner=owner
+    )
+    [reference] = secret["metadata"]["ownerReferences"]
+    assert (reference["kind"], reference["uid"], reference["controller"]) == (
+        "Episode",
+        "uid-1",
+        False,
+    )
+    unowned = builders.build_token_secret(name="p", namespace="ns", token="t", pod_name="p")
+    assert "ownerReferences" not in unowned["metadata"]

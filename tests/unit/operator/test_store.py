@@ -1,4 +1,5 @@
-"""The operator's store: newer writes win, and the per-Episode pod index follows relabels."""
+"""The operator's store: newer writes win, and the per-Episode and per-pool pod indexes
+follow relabels."""
 
 from __future__ import annotations
 
@@ -49,3 +50,17 @@ def test_a_pods_episode_is_found_by_name_and_checked_by_uid() -> None:
     stale["metadata"]["annotations"] = {labels.ANNOTATION_EPISODE_NAME: "ep-1"}
     assert store.episode_of(store.put_pod(stale)) is None
     assert store.episode_of(store.put_pod(_pod("p3", "4", uid="u3"))) is None
+
+
+def test_pods_of_pool_follows_creates_relabels_and_drops() -> None:
+    store = Store()
+    store.put_pod(_pod("a-1", "1", uid="u1", **{labels.POOL: "a"}))
+    store.put_pod(_pod("a-2", "2", uid="u2", **{labels.POOL: "a"}))
+    store.put_pod(_pod("cold", "3", uid="u3", **{labels.EPISODE_UID: "e1"}))
+    assert sorted(p.name for p in store.pods_of_pool("a")) == ["a-1", "a-2"]
+    store.put_pod(_pod("a-1", "4", uid="u1", **{labels.POOL: "b"}))
+    assert [p.name for p in store.pods_of_pool("a")] == ["a-2"]
+    assert [p.name for p in store.pods_of_pool("b")] == ["a-1"]
+    store.drop_pod("a-2", "u2")
+    store.drop_pod("a-1")
+    assert list(store.pods_of_pool("a")) == list(store.pods_of_pool("b")) == []

@@ -14,13 +14,9 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from a01gym.sandbox.kubernetes import (
-    KubeApiError,
-    KubeClient,
-    KubeConnectionError,
-    KubeCredentials,
-    _EpisodeWatch,
-)
+from a01gym.sandbox.episode_watch import EpisodeWatch
+from a01gym.sandbox.kube_client import KubeApiError, KubeClient, KubeConnectionError
+from a01gym.sandbox.kube_credentials import KubeCredentials
 
 BIG = "x" * 300_000  # over aiohttp's 128 KiB readline limit
 BUSY_CALLS = web.AppKey("busy_calls", list[int])
@@ -144,7 +140,7 @@ async def test_the_shared_episode_watch_survives_an_odd_event() -> None:
     app.router.add_get("/eps", _episodes)
     async with _serving(app) as url:
         kube = KubeClient(KubeCredentials(server=url))
-        watch = _EpisodeWatch(kube, "/eps", "a01gym.dev/backend=x")
+        watch = EpisodeWatch(kube, "/eps", "a01gym.dev/backend=x")
         try:
             watch.start()
             seen = await watch.next("ep-1", {}, timeout_s=5)
