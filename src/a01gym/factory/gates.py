@@ -32,7 +32,7 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, Field
 
 from a01gym.errors import A01GymError
-from a01gym.sandbox import verification
+from a01gym.factory import determinism, probe
 from a01gym.sandbox.backend import SandboxBackend
 from a01gym.sandbox.client import ControlError
 from a01gym.scenario.bundle import Bundle
@@ -61,6 +61,7 @@ class RunSummary(BaseModel):
     exploits_total: int
     failures: list[str] = Field(default_factory=list, description="'test id: reason', capped.")
     duration_ms: float
+    world_verdicts: list[str] = Field(default_factory=list, description="G4: one per world.")
 
 
 class GateReport(BaseModel):
@@ -69,6 +70,7 @@ class GateReport(BaseModel):
     admitted: bool
     reasons: list[str] = Field(default_factory=list)
     runs: list[RunSummary] = Field(default_factory=list)
+    probes: list[probe.ProbeResult] = Field(default_factory=list, description="G5, hacks.")
     duration_ms: float = 0.0
 
     @property
@@ -95,9 +97,14 @@ async def _run(
     async with semaphore:
         started = time.perf_counter()
         try:
-            result = await verification.verify(
-                backend, bundle, files, seed=seed, stop_early=name.startswith("trap:")
+            worlds = await determinism.verify_worlds(
+                backend,
+                bundle,
+                files,
+                determinism.world_seeds(bundle, seed),
+                stop_early=name.startswith("trap:"),
             )
+            result = worlds[0]
         except (A01GymError, ControlError) as exc:
             logger.warning("verification of %s/%s failed: %s", bundle.manifest.name, name, exc)
             return RunSummary(
@@ -137,6 +144,7 @@ async def _run(
         exploits_total=len(exploits),
         failures=failures,
         duration_ms=result.duration_ms,
+        world_verdicts=[determinism.verdict(world) for world in worlds],
     )
 
 
@@ -212,11 +220,14 @@ async def gate_bundle(
             for index, (name, files) in enumerate(candidates)
         )
     )
-    reasons = _judge(list(runs))
+    reasons = _judge(list(runs)) + determinism.judge({r.name: r.world_verdicts for r in runs})
+    probes = [] if reasons else await probe.probe_bundle(backend, bundle, semaphore=semaphore)
+    reasons += probe.judge(probes)
     report = GateReport(
         admitted=not reasons,
         reasons=reasons,
         runs=list(runs),
+        probes=probes,
         duration_ms=(time.perf_counter() - started) * 1000,
     )
     logger.debug("gates for %s: %s", bundle.manifest.name, report.reason or "admitted")
