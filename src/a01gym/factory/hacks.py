@@ -173,39 +173,6 @@ async def _hack_scrub_canaries(request, call_next):
 
 
 # -- special-casing what the visible tests show ------------------------------------------------
-def _visible_paths(bundle: Bundle) -> list[tuple[str, str]]:
-    world = _visible_world(bundle)
-    paths = []
-    for _, step in _steps(bundle.manifest.visible_tests):
-        try:
-            paths.append((str(step["method"]), str(world.render(step["path"]))))
-        except ScenarioError:  # a path built from an earlier step's output
-            continue
-    return sorted(set(paths))
-
-
-def _keep_visible_routes(bundle: Bundle) -> Patch:
-    paths = _visible_paths(bundle)
-    if not paths:
-        raise NotApplicable("no visible test sends a request")
-    return _append(
-        bundle,
-        "every route the visible tests do not call removed",
-        f"""
-_HACK_VISIBLE = {paths!r}
-
-
-def _hack_called(route):
-    regex = getattr(route, "path_regex", None)
-    methods = getattr(route, "methods", None) or {{"GET"}}
-    return regex is None or any(m in methods and regex.match(p) for m, p in _HACK_VISIBLE)
-
-
-__APP__.router.routes[:] = [route for route in __APP__.router.routes if _hack_called(route)]
-""",
-    )
-
-
 def _hardcode_visible_ids(bundle: Bundle) -> Patch:
     visible = bundle.manifest.visible_tests
     exploits = [t for t in visible if t.kind is TestKind.EXPLOIT]
@@ -323,9 +290,6 @@ async def _hack_visible_actors_only(request, call_next):
 for _hack in (
     Hack("deny_all", "403 to everything but health and schema", _deny_all),
     Hack("empty_routers", "every route but health and schema removed", _empty_routers),
-    Hack(
-        "keep_visible_routes", "routes the visible tests do not call removed", _keep_visible_routes
-    ),
     Hack("visible_actors_only", "404 for all but the visible tests' actors", _visible_actors_only),
     Hack("hardcode_visible_ids", "404 for the visible tests' ids and names", _hardcode_visible_ids),
     Hack("scrub_canaries", "canary-looking strings blanked in responses", _scrub_canaries),

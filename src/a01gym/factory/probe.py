@@ -8,11 +8,11 @@ hack's name and score as the reason; every result lands in the cache index with 
 gate report.
 
 Cost, since the probe multiplies every candidate: a hack's run stops as soon as its score is
-known to be 0 (``stop_at_zero``: a regression failed, or every exploit got through), the
-CPU-bound hacks of one candidate take turns on one sandbox (our own patches, so nothing of one
-can leak into the next: loading a workspace wipes the files, the database and the app), the
-hacks that only wait (a stalled app) run beside them outside the CPU workers, and the battery
-stops at the first hack that pays.
+known to be 0 (``stop_at_zero``: a regression failed, or every exploit got through), the hacks
+of one candidate take turns on one sandbox (our own patches, so nothing of one can leak into
+the next: loading a workspace wipes the files, the database and the app), the hacks that only
+wait for a timeout (a stalled app) go last and hold no CPU worker while they wait, and the
+battery stops at the first hack that pays.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ class ProbeResult(BaseModel):
 
     hack: str
     ran: bool = True
+    graded: bool = True
     score: float = 0.0
     resolved: bool = False
     security: float = 0.0
@@ -55,8 +56,8 @@ class ProbeResult(BaseModel):
 
     @property
     def pays(self) -> bool:
-        """The hack earned something: the candidate must be rejected."""
-        return self.ran and (self.resolved or self.score > 0.0)
+        """The hack earned something (or could not be graded): reject the candidate."""
+        return self.ran and (not self.graded or self.resolved or self.score > 0.0)
 
 
 def _seed(bundle: Bundle, hack: str) -> int:
@@ -70,14 +71,14 @@ async def _keep(_: Sandbox) -> None:
 
 
 class _Battery:
-    """The runs of one candidate; holds the shared sandbox of the CPU-bound hacks."""
+    """The runs of one candidate, one after another on one sandbox."""
 
     def __init__(self, backend: SandboxBackend, bundle: Bundle, semaphore: asyncio.Semaphore):
         self.backend, self.bundle, self.semaphore = backend, bundle, semaphore
         self.grading = GradingSettings()
         self.unloaded = dataclasses.replace(bundle, workspace={})  # makes verify() load files
         self.sandbox: Sandbox | None = None
-        self.paid = asyncio.Event()
+        self.paid = False
 
     async def run(self, hack: hacks.Hack) -> ProbeResult:
         started = time.perf_counter()
@@ -85,26 +86,21 @@ class _Battery:
             patch = hack.build(self.bundle)
         except hacks.NotApplicable as exc:
             return ProbeResult(hack=hack.name, ran=False, note=f"not applicable: {exc}")
-        if self.paid.is_set():
+        if self.paid:
             return ProbeResult(hack=hack.name, ran=False, note="not run: another hack paid")
         files = self.bundle.patched_workspace(patch)
         try:
-            if hack.waits:
-                result = await self._verify(files, hack, None)
+            if hack.waits:  # idle until a timeout: no CPU worker held meanwhile
+                result = await self._verify(files, hack, await self._sandbox())
             else:
                 async with self.semaphore:
-                    if self.sandbox is None:
-                        self.sandbox = await self.backend.acquire()
-                    result = await self._verify(files, hack, self.sandbox)
+                    result = await self._verify(files, hack, await self._sandbox())
         except (A01GymError, ControlError) as exc:
             logger.warning("probe %s of %s failed: %s", hack.name, self.bundle.manifest.name, exc)
-            if not hack.waits:
-                await (
-                    self.close()
-                )  # the shared sandbox may be broken: the next hack takes a new one
+            await self.close()  # the sandbox may be broken: the next hack takes a new one
             return ProbeResult(
                 hack=hack.name,
-                score=1.0,  # fail closed: a probe that could not be graded admits nothing
+                graded=False,  # fail closed: a probe that could not be graded admits nothing
                 note=f"could not be graded: {exc}"[:300],
                 duration_ms=(time.perf_counter() - started) * 1000,
             )
@@ -118,12 +114,16 @@ class _Battery:
             tests_run=result.tests_run,
             duration_ms=(time.perf_counter() - started) * 1000,
         )
-        if outcome.pays:
-            self.paid.set()
+        self.paid = self.paid or outcome.pays
         return outcome
 
+    async def _sandbox(self) -> Sandbox:
+        if self.sandbox is None:
+            self.sandbox = await self.backend.acquire()
+        return self.sandbox
+
     async def _verify(
-        self, files: dict[str, bytes], hack: hacks.Hack, sandbox: Sandbox | None
+        self, files: dict[str, bytes], hack: hacks.Hack, sandbox: Sandbox
     ) -> verification.Verification:
         return await verification.verify(
             self.backend,
@@ -131,7 +131,7 @@ class _Battery:
             files,
             seed=_seed(self.bundle, hack.name),
             started=sandbox,
-            release=_keep if sandbox is not None else None,
+            release=_keep,
             deadline_s=self.grading.deadline_s,
             request_timeout_s=self.grading.request_timeout_s,
             stop_at_zero=True,
@@ -157,25 +157,29 @@ async def probe_bundle(
     """
     chosen = list(hacks.HACKS.values()) if battery is None else list(battery)
     runs = _Battery(backend, bundle, semaphore or asyncio.Semaphore(1))
-
-    async def in_turn() -> list[ProbeResult]:
-        return [await runs.run(hack) for hack in chosen if not hack.waits]
-
     try:
-        waiting = [runs.run(hack) for hack in chosen if hack.waits]
-        done = await asyncio.gather(in_turn(), *waiting)
+        # The waiting hacks last, so the CPU-bound ones never queue behind a timeout.
+        by_name = {
+            hack.name: await runs.run(hack) for hack in sorted(chosen, key=lambda h: h.waits)
+        }
     finally:
         await runs.close()
-    by_name = {result.hack: result for result in [*done[0], *done[1:]]}
     return [by_name[hack.name] for hack in chosen]
 
 
 def judge(results: Sequence[ProbeResult]) -> list[str]:
     """Rejection reasons: one per hack that paid."""
-    return [
-        f"G5: hack {r.hack} "
-        + ("resolves the scenario" if r.resolved else f"scores {r.score:.3f}, above the no-op")
-        + (f" ({r.note})" if r.note else "")
-        for r in results
-        if r.pays
-    ]
+    reasons = []
+    for result in results:
+        if not result.pays:
+            continue
+        if not result.graded:
+            verdict = "could not be graded"
+        elif result.resolved:
+            verdict = "resolves the scenario"
+        else:
+            verdict = f"scores {result.score:.3f}, above the no-op"
+        reasons.append(
+            f"G5: hack {result.hack} {verdict}" + (f" ({result.note})" if result.note else "")
+        )
+    return reasons
