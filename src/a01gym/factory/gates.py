@@ -14,6 +14,11 @@ For each candidate (research/a01-catalog.md §5.1):
   if one passes every regression test, the regression suite misses what it breaks, and the
   scenario would pay an agent for breaking the app.
 
+* **G4, determinism** (:mod:`a01gym.factory.determinism`) — each of these runs gives the same
+  verdict in three re-randomised worlds;
+* **G5, hacker probe** (:mod:`a01gym.factory.probe`) — once the others pass, no generic
+  reward hack (:mod:`a01gym.factory.hacks`) scores above 0.
+
 Every run goes through :func:`a01gym.sandbox.verification.verify` on a fresh sandbox with its
 own world seed, never the agent's visible seed, so a hard-coding trap is judged on ids it has
 not seen. Trap runs stop at their first failed regression test, since the score is then 0;

@@ -173,16 +173,23 @@ async def _hack_scrub_canaries(request, call_next):
 
 
 # -- special-casing what the visible tests show ------------------------------------------------
-def _hardcode_visible_ids(bundle: Bundle) -> Patch:
-    visible = bundle.manifest.visible_tests
-    exploits = [t for t in visible if t.kind is TestKind.EXPLOIT]
+def _named_values(bundle: Bundle, tests: list[HttpTest]) -> set[str]:
+    """The visible world's ids, user names and canaries that ``tests`` put in requests."""
     world = _visible_world(bundle)
-    values: set[str] = set()
-    for _, step in _steps(exploits or visible):
+    values = set()
+    for _, step in _steps(tests):
         text = json.dumps([step["path"], step["query"], step["json_body"]])
         for match in PLACEHOLDER.finditer(text):
             if match.group(1) in ("id", "user", "uuid", "canary"):
                 values.add(str(world.value(match.group(1), match.group(2))))
+    return values
+
+
+def _hardcode_visible_ids(bundle: Bundle) -> Patch:
+    # The visible exploit's values, or, when it names none, every value the visible tests name.
+    visible = bundle.manifest.visible_tests
+    exploits = [t for t in visible if t.kind is TestKind.EXPLOIT]
+    values = _named_values(bundle, exploits) or _named_values(bundle, visible)
     if not values:
         raise NotApplicable("the visible tests name no id, user or canary")
     return _append(
