@@ -48,6 +48,9 @@ __all__ = ["GateReport", "RunSummary", "gate_bundle", "gate_many", "run_seed"]
 
 logger = logging.getLogger(__name__)
 
+CANDIDATES_PER_WORKER = 4
+"""Enough candidates to keep each worker busy while others wait on a stalled app."""
+
 _BREAKS_LEGITIMATE_USE = frozenset({"deny_all", "delete_route", "over_filter", "admin_break"})
 """Traps that work by refusing legitimate use; some regression test must catch each one."""
 
@@ -249,13 +252,19 @@ async def gate_many(
 ) -> list[GateReport]:
     """Gate ``bundles`` concurrently with at most ``workers`` sandboxes busy at a time.
 
+    At most ``CANDIDATES_PER_WORKER × workers`` candidates are in flight, so they finish (and
+    reach the cache) one after another instead of all at the end: G5 starts only once a
+    candidate's other runs are done, and would otherwise queue behind every other candidate.
+
     Args:
         on_done: called with (index, report) as each candidate finishes (progress bars).
     """
     semaphore = asyncio.Semaphore(workers)
+    in_flight = asyncio.Semaphore(CANDIDATES_PER_WORKER * workers)
 
     async def one(index: int, bundle: Bundle) -> GateReport:
-        report = await gate_bundle(backend, bundle, seed=seed, semaphore=semaphore)
+        async with in_flight:
+            report = await gate_bundle(backend, bundle, seed=seed, semaphore=semaphore)
         if on_done is not None:
             on_done(index, report)
         return report
