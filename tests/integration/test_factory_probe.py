@@ -106,8 +106,10 @@ async def test_hard_coded_visible_ids_block_what_the_agent_saw_and_nothing_hidde
         )
     assert seen.score.exploits_total >= 1
     assert seen.score.exploits_blocked == seen.score.exploits_total
-    # ...and earns nothing in a hidden world.
+    # ...and earns nothing in a hidden world, which the probe knows once every exploit has
+    # got through, before the remaining regression tests.
     assert hidden.ran and hidden.score == 0.0 and not hidden.resolved
+    assert hidden.ending == "none_blocked" and hidden.tests_run < len(bundle.hidden.tests)
 
 
 _FLAKY = """
