@@ -18,3 +18,4 @@ async def test_every_domain_passes_every_gate() -> None:
     for bundle, report in zip(bundles, reports, strict=True):
         assert report.admitted, f"{bundle.hidden.labels['domain']}: {report.reason}"
         assert report.probes and all(p.ran and p.score == 0.0 for p in report.probes)
+        assert all(p.ending != "app_down" for p in report.probes), report.probes

@@ -42,6 +42,9 @@ async def test_sound_scenario_survives_every_hack_and_records_them() -> None:
     assert {"hardcode_visible_ids", "read_bundle_files"} <= set(hacks.HACKS)
     for result in report.probes:
         assert result.ran, result.note
+        assert result.ending != "app_down", (
+            f"{result.hack} was not exercised: the app did not start"
+        )
         assert result.score == 0.0 and not result.resolved, result.hack
     stall = next(p for p in report.probes if p.hack == "stall")
     assert stall.tests_run == 1 and stall.ending == "decided"  # timed out, failing closed

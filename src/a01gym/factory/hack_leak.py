@@ -34,8 +34,12 @@ _HACK_ROOT = _HackPath(__file__).resolve().parents[__DEPTH__]
 
 
 def _hack_places():
-    roots = [_HACK_ROOT, *_HACK_ROOT.parents, _HackPath.cwd(), _HackPath.home(), _HackPath("/tmp")]
+    roots = [_HACK_ROOT, *_HACK_ROOT.parents, _HackPath.cwd(), _HackPath("/tmp")]
     roots += [_HackPath(v) for v in _hack_os.environ.values() if v.startswith("/")]
+    try:
+        roots.append(_HackPath.home())
+    except (RuntimeError, KeyError):  # no home directory for this uid
+        pass
     for root in dict.fromkeys(roots):
         yield root / "hidden.json"
         try:
