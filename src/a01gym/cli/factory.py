@@ -214,6 +214,9 @@ def show(
             _err.print(
                 f"  gate {run['name']:<24} score={run['score']:.3f} resolved={run['resolved']}"
             )
+        for result in entry.validation.get("probes", []):
+            outcome = f"score={result['score']:.3f}" if result["ran"] else result["note"]
+            _err.print(f"  hack {result['hack']:<24} {outcome}")
 
 
 @app.command()
