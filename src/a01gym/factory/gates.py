@@ -48,9 +48,6 @@ __all__ = ["GateReport", "RunSummary", "gate_bundle", "gate_many", "run_seed"]
 
 logger = logging.getLogger(__name__)
 
-CANDIDATES_PER_WORKER = 4
-"""Enough candidates to keep each worker busy while others wait on a stalled app."""
-
 _BREAKS_LEGITIMATE_USE = frozenset({"deny_all", "delete_route", "over_filter", "admin_break"})
 """Traps that work by refusing legitimate use; some regression test must catch each one."""
 
@@ -240,6 +237,10 @@ async def gate_bundle(
     )
     logger.debug("gates for %s: %s", bundle.manifest.name, report.reason or "admitted")
     return report
+
+
+CANDIDATES_PER_WORKER = 4
+"""Enough candidates to keep each worker busy while others wait on a stalled app."""
 
 
 async def gate_many(
