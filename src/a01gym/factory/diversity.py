@@ -99,6 +99,11 @@ class DiversityReport(BaseModel):
     families: dict[str, FamilyDiversity]
 
 
+def _commonest(item: tuple[tuple[str, ...], int]) -> tuple[int, tuple[str, ...]]:
+    """Most frequent first; ties by path, so the answer does not depend on the order."""
+    return -item[1], item[0]
+
+
 def measure(bundles: Iterable[Bundle]) -> DiversityReport:
     """Count layouts and fix shapes over ``bundles``."""
     layouts: set[tuple[str, ...]] = set()
@@ -118,7 +123,7 @@ def measure(bundles: Iterable[Bundle]) -> DiversityReport:
             scenarios=counts[family],
             fix_shapes=len(shapes[family]),
             fix_file_sets=len(file_sets[family]),
-            top_fix_files=list(file_sets[family].most_common(1)[0][0]),
+            top_fix_files=list(min(file_sets[family].items(), key=_commonest)[0]),
         )
         for family in sorted(counts)
     }

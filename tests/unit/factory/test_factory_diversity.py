@@ -61,6 +61,7 @@ def test_measure_counts_per_family() -> None:
         assert 1 <= row.fix_file_sets <= row.scenarios
         assert set(row.top_fix_files) <= set().union(*(b.workspace for b in mine))
     assert report.fix_shapes_min == min(f.fix_shapes for f in report.families.values())
+    assert diversity.measure(reversed(bundles)) == report  # the order of a cache is no matter
 
 
 def test_cli_stats_reports_the_cache(tmp_path: Path) -> None:
