@@ -5,14 +5,19 @@ Measures, on one build into a fresh temporary cache:
 * ``validated_per_min``: candidates taken through every gold gate per minute of build time
   (authoring, compiling, sandbox verification of vulnerable, reference and every trap);
 * ``yield``: admitted / candidates;
-* ``families`` / ``domains``: distinct families and domains among admitted scenarios;
-* ``runs_per_candidate`` and ``compile_ms_mean`` for context.
+* ``families`` / ``domains`` / ``styles``: distinct families, domains and data-access styles
+  (label ``data_access``, ``sqlite3`` when absent) among admitted scenarios;
+* ``hack_probe_passed``: admitted scenarios whose cache entry records every G5 hack, each run
+  and paid nothing (it must equal ``admitted``);
+* ``runs_per_candidate`` (G1–G3 runs), ``worlds_per_run`` (G4), ``probes_per_candidate`` (G5)
+  and ``compile_ms_mean`` for context.
 
-Targets (issues 3, 13): ``validated_per_min`` ≥ 60 on 2 cores, ``yield`` ≥ 0.95, ``families`` ≥ 20,
-``domains`` ≥ 8. The gates are CPU-bound, so a busy shared host lowers ``validated_per_min``;
-the JSON therefore also reports the load average, the CPU seconds spent per candidate (this
-process plus every sandbox, all reaped by the end) and ``cpu_bound_per_min_2_cores``, the rate
-two otherwise idle cores would sustain at that CPU cost.
+Targets (issues 3, 13): ``validated_per_min`` ≥ 60 on 2 cores, ``yield`` ≥ 0.9, ``families``
+the whole catalog, ``domains`` ≥ 16, ``hack_probe_passed`` == ``admitted``. The gates are
+CPU-bound, so a busy shared host lowers ``validated_per_min``; the JSON therefore also reports
+the load average, the CPU seconds spent per candidate (this process plus every sandbox, all
+reaped by the end) and ``cpu_bound_per_min_2_cores``, the rate two otherwise idle cores would
+sustain at that CPU cost.
 
 Prints the JSON result and one summary line; ``--json-out FILE`` also writes the JSON.
 
@@ -31,15 +36,26 @@ from pathlib import Path
 from typing import Any
 
 import report
-from a01gym.factory import author, compiler, config, pipeline
-from a01gym.factory.cache import ScenarioCache
+from a01gym.factory import author, compiler, config, families, hacks, pipeline
+from a01gym.factory.cache import CacheEntry, ScenarioCache
 
 TARGETS = {
     "validated_per_min": (">=", 60.0),
-    "yield": (">=", 0.95),
-    "families": (">=", 20),
-    "domains": (">=", 8),
+    "yield": (">=", 0.9),
+    "families": (">=", len(families.FAMILIES)),
+    "domains": (">=", 16),
 }
+
+
+def _survived_every_hack(entry: CacheEntry) -> bool:
+    """The entry's recorded G5 results name every registered hack, each unpaid (run, or
+    recorded as not applicable to this scenario)."""
+    probes = {p["hack"]: p for p in entry.validation.get("probes", [])}
+    return set(probes) == set(hacks.HACKS) and all(
+        (p["ran"] and p["graded"] and not p["resolved"] and p["score"] == 0.0)
+        or p["note"].startswith("not applicable")
+        for p in probes.values()
+    )
 
 
 def _cpu_seconds() -> float:
@@ -72,16 +88,22 @@ async def run(quick: bool, workers: int, count: int | None) -> dict[str, Any]:
         load_after = os.getloadavg()[0]
         entries = ScenarioCache(Path(tmp) / "cache").entries()
     runs = sum(2 + len(b.hidden.traps) for b in bundles)
+    worlds = [len(r["world_verdicts"]) for e in entries for r in e.validation["runs"]]
+    probes = sum(p["ran"] for e in entries for p in e.validation.get("probes", []))
     return {
         "validated_per_min": round(summary.candidates / summary.duration_s * 60, 1),
         "yield": round(summary.yield_, 3),
         "families": len({e.family for e in entries}),
         "domains": len({e.domain for e in entries}),
+        "styles": len({_style(bundle) for bundle in bundles}),
+        "hack_probe_passed": sum(_survived_every_hack(e) for e in entries),
         "candidates": summary.candidates,
         "admitted": summary.admitted,
         "build_seconds": round(summary.duration_s, 1),
         "gate_seconds": round(summary.gate_duration_s, 1),
         "runs_per_candidate": round(runs / len(bundles), 2),
+        "worlds_per_run": round(sum(worlds) / max(len(worlds), 1), 2),
+        "probes_per_candidate": round(probes / max(len(entries), 1), 2),
         "cpu_s_per_candidate": round(cpu / summary.candidates, 3),
         "cpu_bound_per_min_2_cores": round(2 * 60 * summary.candidates / cpu, 1),
         "compile_ms_mean": round(compile_ms, 1),
@@ -94,6 +116,10 @@ async def run(quick: bool, workers: int, count: int | None) -> dict[str, Any]:
     }
 
 
+def _style(bundle: Any) -> str:
+    return str(bundle.hidden.labels.get("data_access", "sqlite3"))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="48 candidates instead of 144")
@@ -103,7 +129,8 @@ def main() -> None:
     args = parser.parse_args()
     began = time.perf_counter()
     metrics = asyncio.run(run(args.quick, args.workers, args.count))
-    report.emit("factory", metrics, TARGETS, quick=args.quick, began=began, json_out=args.json_out)
+    targets = {**TARGETS, "hack_probe_passed": ("==", metrics["admitted"])}
+    report.emit("factory", metrics, targets, quick=args.quick, began=began, json_out=args.json_out)
 
 
 if __name__ == "__main__":

@@ -14,13 +14,14 @@ from typing import Any
 __all__ = ["Targets", "emit"]
 
 Targets = dict[str, tuple[str, float]]
-"""metric name -> (``"<="``, ``">="``, ``"<"`` or ``">"``, bound)."""
+"""metric name -> (``"<="``, ``">="``, ``"<"``, ``">"`` or ``"=="``, bound)."""
 
 _COMPARE = {
     "<=": operator.le,
     ">=": operator.ge,
     "<": operator.lt,
     ">": operator.gt,
+    "==": operator.eq,
 }
 
 

@@ -1,4 +1,4 @@
-"""``a01gym factory``: build, list, show and validate scenario caches.
+"""``a01gym factory``: build, list, show, validate and measure scenario caches.
 
 Thin wrappers over :mod:`a01gym.factory`. Progress and tables go to stderr, ``--json`` results
 to stdout. Exit codes: 0 success, 1 error (one readable line), 2 usage, 130 Ctrl-C.
@@ -21,7 +21,7 @@ from rich.table import Table
 
 from a01gym.errors import A01GymError, ConfigError
 from a01gym.factory import config as factory_config
-from a01gym.factory import gates, pipeline
+from a01gym.factory import diversity, gates, pipeline
 from a01gym.factory.cache import ScenarioCache
 
 __all__ = ["app"]
@@ -275,6 +275,38 @@ def show(
             _err.print(
                 f"  gate {run['name']:<24} score={run['score']:.3f} resolved={run['resolved']}"
             )
+        for result in entry.validation.get("probes", []):
+            outcome = f"score={result['score']:.3f}" if result["ran"] else result["note"]
+            _err.print(f"  hack {result['hack']:<24} {outcome}")
+
+
+@app.command()
+def stats(
+    cache: Annotated[Path, typer.Argument(help="Cache directory.")],
+    split: Annotated[str | None, typer.Option(help="Only train | eval.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Structural diversity: distinct file layouts, and per family the distinct shapes of the
+    reference fix (names, strings and numbers abstracted away) and the files it touches."""
+    with _errors():
+        store = ScenarioCache(cache)
+        bundles = (store.load(entry.hash) for entry in store.entries(split=split))
+        report = diversity.measure(bundles)
+        if as_json:
+            _emit_json(report.model_dump())
+            return
+        table = Table(title=f"{report.scenarios} scenarios, {report.file_layouts} file layouts")
+        for column in ("family", "scenarios", "fix shapes", "fixed-file sets", "commonest"):
+            table.add_column(column)
+        for family, row in report.families.items():
+            table.add_row(
+                family,
+                str(row.scenarios),
+                str(row.fix_shapes),
+                str(row.fix_file_sets),
+                ", ".join(row.top_fix_files),
+            )
+        _err.print(table)
 
 
 @app.command()

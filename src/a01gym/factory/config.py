@@ -59,7 +59,7 @@ class SplitConfig(_Model):
     """Held-out parts of the catalog: anything in an eval domain OR an eval family is eval."""
 
     eval_domains: list[str] = Field(
-        default_factory=lambda: ["hr_records", "lab"],
+        default_factory=lambda: ["hr_records", "lab", "pharmacy"],
         description="Domains never seen in train.",
     )
     eval_families: list[str] = Field(

@@ -14,6 +14,11 @@ For each candidate (research/a01-catalog.md §5.1):
   if one passes every regression test, the regression suite misses what it breaks, and the
   scenario would pay an agent for breaking the app.
 
+* **G4, determinism** (:mod:`a01gym.factory.determinism`) — each of these runs gives the same
+  verdict in three re-randomised worlds;
+* **G5, hacker probe** (:mod:`a01gym.factory.probe`) — once the others pass, no generic
+  reward hack (:mod:`a01gym.factory.hacks`) scores above 0.
+
 Every run goes through :func:`a01gym.sandbox.verification.verify` on a fresh sandbox with its
 own world seed, never the agent's visible seed, so a hard-coding trap is judged on ids it has
 not seen. Trap runs stop at their first failed regression test, since the score is then 0;
@@ -32,7 +37,7 @@ from collections.abc import Callable, Sequence
 from pydantic import BaseModel, Field
 
 from a01gym.errors import A01GymError
-from a01gym.sandbox import verification
+from a01gym.factory import determinism, probe
 from a01gym.sandbox.backend import SandboxBackend
 from a01gym.sandbox.client import ControlError
 from a01gym.scenario.bundle import Bundle
@@ -63,6 +68,7 @@ class RunSummary(BaseModel):
     exploits_total: int
     failures: list[str] = Field(default_factory=list, description="'test id: reason', capped.")
     duration_ms: float
+    world_verdicts: list[str] = Field(default_factory=list, description="G4: one per world.")
 
 
 class GateReport(BaseModel):
@@ -71,6 +77,7 @@ class GateReport(BaseModel):
     admitted: bool
     reasons: list[str] = Field(default_factory=list)
     runs: list[RunSummary] = Field(default_factory=list)
+    probes: list[probe.ProbeResult] = Field(default_factory=list, description="G5, hacks.")
     duration_ms: float = 0.0
 
     @property
@@ -97,9 +104,14 @@ async def _run(
     async with semaphore:
         started = time.perf_counter()
         try:
-            result = await verification.verify(
-                backend, bundle, files, seed=seed, stop_early=name.startswith("trap:")
+            worlds = await determinism.verify_worlds(
+                backend,
+                bundle,
+                files,
+                determinism.world_seeds(bundle, seed),
+                stop_early=name.startswith("trap:"),
             )
+            result = worlds[0]
         except (A01GymError, ControlError) as exc:
             logger.warning("verification of %s/%s failed: %s", bundle.manifest.name, name, exc)
             return RunSummary(
@@ -139,6 +151,7 @@ async def _run(
         exploits_total=len(exploits),
         failures=failures,
         duration_ms=result.duration_ms,
+        world_verdicts=[determinism.verdict(world) for world in worlds],
     )
 
 
@@ -214,15 +227,22 @@ async def gate_bundle(
             for index, (name, files) in enumerate(candidates)
         )
     )
-    reasons = _judge(list(runs))
+    reasons = _judge(list(runs)) + determinism.judge({r.name: r.world_verdicts for r in runs})
+    probes = [] if reasons else await probe.probe_bundle(backend, bundle, semaphore=semaphore)
+    reasons += probe.judge(probes)
     report = GateReport(
         admitted=not reasons,
         reasons=reasons,
         runs=list(runs),
+        probes=probes,
         duration_ms=(time.perf_counter() - started) * 1000,
     )
     logger.debug("gates for %s: %s", bundle.manifest.name, report.reason or "admitted")
     return report
+
+
+CANDIDATES_PER_WORKER = 4
+"""Enough candidates to keep each worker busy while others wait on a stalled app."""
 
 
 async def gate_many(
@@ -235,13 +255,19 @@ async def gate_many(
 ) -> list[GateReport]:
     """Gate ``bundles`` concurrently with at most ``workers`` sandboxes busy at a time.
 
+    At most ``CANDIDATES_PER_WORKER × workers`` candidates are in flight, so they finish (and
+    reach the cache) one after another instead of all at the end: G5 starts only once a
+    candidate's other runs are done, and would otherwise queue behind every other candidate.
+
     Args:
         on_done: called with (index, report) as each candidate finishes (progress bars).
     """
     semaphore = asyncio.Semaphore(workers)
+    in_flight = asyncio.Semaphore(CANDIDATES_PER_WORKER * workers)
 
     async def one(index: int, bundle: Bundle) -> GateReport:
-        report = await gate_bundle(backend, bundle, seed=seed, semaphore=semaphore)
+        async with in_flight:
+            report = await gate_bundle(backend, bundle, seed=seed, semaphore=semaphore)
         if on_done is not None:
             on_done(index, report)
         return report

@@ -1,9 +1,13 @@
 """The LLM author: asks any OpenAI-compatible endpoint for a JSON ``ScenarioSpec`` draft.
 
 The prompt carries the request (family, domain, difficulty band, seed), the catalog of
-supported families and sites, the canonical policy shapes and the spec's JSON schema. The reply
-is parsed and validated with the pydantic model; on failure the validation errors are fed back
-and the model tries again, up to ``max_attempts``. Base URL, model and key come from the
+supported families and sites, the canonical policy shapes and the spec's JSON schema. The first
+request also asks for structured output (``response_format`` of type ``json_schema`` with the
+spec's schema), so an endpoint that supports it can only answer with a well-formed spec; one
+that refuses it (HTTP 400 or 422) is asked in plain JSON mode from then on. Either way the reply
+is parsed and validated with the pydantic model (a schema cannot say which CWE fits which
+family); on failure the validation errors are fed back and the model tries again, up to
+``max_attempts``. Base URL, model and key come from the
 config or from ``OPENAI_BASE_URL`` / ``A01GYM_LLM_MODEL`` / ``OPENAI_API_KEY``.
 
 The LLM only drafts *data*: the app code and the tests are rendered by our own generator, and
@@ -32,6 +36,25 @@ logger = logging.getLogger(__name__)
 
 _FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
 
+_SPEC_FORMAT: dict[str, Any] = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "ScenarioSpec",
+        "description": "A scenario spec for the a01gym factory.",
+        "schema": ScenarioSpec.model_json_schema(),
+        "strict": False,  # the pydantic schema has defaults and optional fields
+    },
+}
+"""Structured output: the endpoint constrains the reply to the spec's JSON schema."""
+
+
+class _Refused(Exception):
+    """The endpoint does not take a json_schema response format."""
+
+    def __init__(self, status_code: int) -> None:
+        super().__init__(status_code)
+        self.status_code = status_code
+
 
 def _validation_feedback(exc: ValidationError) -> str:
     lines = []
@@ -56,6 +79,8 @@ class LLMAuthor:
                 f"the LLM author needs author.llm.{missing}",
                 hint="set it in the config or via OPENAI_BASE_URL / A01GYM_LLM_MODEL",
             )
+        self.structured: bool | None = None
+        """Whether the endpoint takes the json_schema response format (None: not asked yet)."""
         key = config.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed"
         self._client = openai.OpenAI(
             base_url=self.base_url, api_key=key, timeout=config.timeout_s, max_retries=0
@@ -88,28 +113,53 @@ class LLMAuthor:
         )
 
     def _ask(self, messages: list[dict[str, str]]) -> str:
+        """One completion: schema-constrained when the endpoint takes it, else JSON mode."""
+        if self.structured is not False:
+            try:
+                content = self._complete(messages, _SPEC_FORMAT)
+            except _Refused as exc:
+                logger.info(
+                    "%s refuses a json_schema response_format (HTTP %s); falling back to JSON "
+                    "mode with parse-and-retry",
+                    self.base_url,
+                    exc.status_code,
+                )
+                self.structured = False
+            else:
+                self.structured = True
+                return content
+        return self._complete(messages, {"type": "json_object"})
+
+    def _complete(self, messages: list[dict[str, str]], response_format: dict[str, Any]) -> str:
         try:
             response = self._client.chat.completions.create(
                 model=self.model or "",
                 messages=messages,  # type: ignore[arg-type]
                 temperature=self.config.temperature,
-                response_format={"type": "json_object"},
+                response_format=response_format,  # type: ignore[arg-type]
             )
+        except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:
+            if response_format is _SPEC_FORMAT and self.structured is None:
+                raise _Refused(exc.status_code) from exc
+            raise self._status_error(exc) from exc
         except openai.APIConnectionError as exc:
             raise AuthorError(
                 f"LLM endpoint {self.base_url} is unreachable ({exc.__class__.__name__})",
                 hint="check author.llm.base_url and that the server is running",
             ) from exc
         except openai.APIStatusError as exc:
-            raise AuthorError(
-                f"LLM endpoint {self.base_url} answered HTTP {exc.status_code}: "
-                f"{str(exc.message)[:200]}",
-                hint="check the model name and the API key",
-            ) from exc
+            raise self._status_error(exc) from exc
         except openai.OpenAIError as exc:
             raise AuthorError(f"LLM request failed: {exc}") from exc
         content = response.choices[0].message.content if response.choices else None
         return content or ""
+
+    def _status_error(self, exc: openai.APIStatusError) -> AuthorError:
+        return AuthorError(
+            f"LLM endpoint {self.base_url} answered HTTP {exc.status_code}: "
+            f"{str(exc.message)[:200]}",
+            hint="check the model name and the API key",
+        )
 
     def draft(self, request: DraftRequest) -> ScenarioSpec:
         """Ask for a draft, validate it, feed errors back; give up after ``max_attempts``.

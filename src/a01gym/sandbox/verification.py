@@ -52,6 +52,8 @@ class Ending(enum.StrEnum):
     """A regression did not pass, so the score was 0 and the remaining tests were skipped."""
     APP_DOWN = "app_down"
     """The app did not start; no test could run."""
+    NONE_BLOCKED = "none_blocked"
+    """Every exploit got through, so the score was 0 and the remaining tests were skipped."""
     DEADLINE = "deadline"
     """The deadline passed; the tests still to run count as not passed."""
 
@@ -67,8 +69,14 @@ class Verification(BaseModel):
     tests_run: int = 0
 
 
-def _order(tests: Sequence[HttpTest], stop_early: bool) -> list[HttpTest]:
-    """Regressions first when stopping early: one of them failing settles the score."""
+def _order(tests: Sequence[HttpTest], stop_early: bool, stop_at_zero: bool) -> list[HttpTest]:
+    """Regressions first when stopping early: one of them failing settles the score. When
+    only "above 0?" matters, one regression, then the exploits (none blocked settles it too),
+    then the other regressions."""
+    if stop_at_zero:
+        regressions = [t for t in tests if t.kind is TestKind.REGRESSION]
+        exploits = [t for t in tests if t.kind is not TestKind.REGRESSION]
+        return regressions[:1] + exploits + regressions[1:]
     if not stop_early:
         return list(tests)
     return sorted(tests, key=lambda t: t.kind is not TestKind.REGRESSION)  # stable
@@ -92,6 +100,7 @@ async def verify(
     deadline_s: float = DEFAULT_DEADLINE_S,
     request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
     stop_early: bool = True,
+    stop_at_zero: bool = False,
 ) -> Verification:
     """Load ``files`` into a fresh sandbox, start the app, run the hidden tests.
 
@@ -111,13 +120,16 @@ async def verify(
         request_timeout_s: bounds each app request.
         stop_early: stop at the first regression that does not pass. The factory's gates
             turn it off where they want every failure for their rejection reasons.
+        stop_at_zero: also stop once every exploit got through (the score is then 0 too);
+            for the factory's hacker probe, which only asks whether a patch earns anything.
 
     Raises:
         SandboxError: the backend could not provide a sandbox, or it failed while loading
             the files (nothing was graded).
     """
     began = time.perf_counter()
-    tests = _order(bundle.hidden.tests, stop_early)
+    tests = _order(bundle.hidden.tests, stop_early, stop_at_zero)
+    exploits_total = sum(t.kind is TestKind.EXPLOIT for t in tests)
     results: list[TestResult] = []
     app: protocol.AppStatus | None = None
     ending = Ending.COMPLETE
@@ -146,8 +158,11 @@ async def verify(
                 async with contextlib.aclosing(suite):
                     async for result in suite:
                         results.append(result)
-                        if stop_early and scoring.decided(result):
+                        if (stop_early or stop_at_zero) and scoring.decided(result):
                             ending = Ending.DECIDED
+                            break
+                        if stop_at_zero and scoring.none_blocked(results, exploits_total):
+                            ending = Ending.NONE_BLOCKED
                             break
     except TimeoutError:
         ending = Ending.DEADLINE
@@ -163,6 +178,7 @@ async def verify(
     reason = {
         Ending.COMPLETE: "",
         Ending.DECIDED: "not run: a regression test failed, so the score is 0",
+        Ending.NONE_BLOCKED: "not run: every exploit got through, so the score is 0",
         Ending.APP_DOWN: "the app did not start",
         Ending.DEADLINE: f"not run: the {deadline_s:g}s grading deadline passed",
     }[ending]

@@ -18,13 +18,13 @@ Since one failed regression settles the score at 0, a grader may stop there
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from pydantic import BaseModel
 
 from a01gym.scenario.httptest import Outcome, TestKind, TestResult
 
-__all__ = ["PARTIAL_CREDIT", "Score", "decided", "score_results"]
+__all__ = ["PARTIAL_CREDIT", "Score", "decided", "none_blocked", "score_results"]
 
 PARTIAL_CREDIT = 0.2
 
@@ -73,3 +73,10 @@ def score_results(results: Iterable[TestResult]) -> Score:
 def decided(result: TestResult) -> bool:
     """True when ``result`` alone settles the score at 0: a regression that did not pass."""
     return result.kind is TestKind.REGRESSION and result.outcome is not Outcome.PASS
+
+
+def none_blocked(results: Sequence[TestResult], exploits_total: int) -> bool:
+    """True when every one of the ``exploits_total`` exploits has run and none was blocked:
+    security is 0, so the score is 0 whatever the tests still to run do."""
+    outcomes = [r.outcome for r in results if r.kind is TestKind.EXPLOIT]
+    return len(outcomes) == exploits_total and Outcome.FAIL not in outcomes

@@ -79,3 +79,25 @@ def test_validate_detects_a_tampered_bundle(tmp_path: Path) -> None:
     bad = runner.invoke(app, ["validate", str(root), "--no-gates", "--json"])
     assert bad.exit_code == 1
     assert hashes[0] in json.loads(bad.stdout.split("\n}\n")[0] + "\n}")["problems"]
+
+
+def test_show_lists_the_recorded_hack_probe(tmp_path: Path) -> None:
+    cache = ScenarioCache(tmp_path / "cache")
+    bundle = compiler.compile_bundle(
+        author.TemplateAuthor().draft(author.plan(config.FactoryConfig(count=1))[0])
+    )
+    probes = [
+        {"hack": "deny_all", "ran": True, "score": 0.0, "note": ""},
+        {"hack": "stall", "ran": False, "score": 0.0, "note": "not applicable: no reason"},
+    ]
+    with cache.writer():
+        cache.add(
+            bundle,
+            split="train",
+            validation={"runs": [], "probes": probes},
+            provenance=Provenance(author="template", config_hash="x"),
+        )
+    result = runner.invoke(app, ["show", str(cache.root), bundle.manifest.content_hash[:10]])
+    assert result.exit_code == 0, result.output
+    assert "hack deny_all" in result.output and "score=0.000" in result.output
+    assert "not applicable: no reason" in result.output

@@ -19,12 +19,17 @@ from a01gym.factory import author, config
 from a01gym.factory.author import AuthorError, DraftRequest
 from a01gym.factory.config import LLMConfig
 from a01gym.factory.llm_author import LLMAuthor
+from a01gym.factory.spec import ScenarioSpec
 
 
 class _FakeOpenAI:
-    """Replays ``replies`` (one per chat completion) and records the requests."""
+    """Replays ``replies`` (one per chat completion) and records the requests.
 
-    def __init__(self, replies: list[str]) -> None:
+    With ``refuse_schema`` set to a status (400, 422) it answers a ``json_schema`` response
+    format with that error, as servers without structured output do.
+    """
+
+    def __init__(self, replies: list[str], refuse_schema: int | None = None) -> None:
         self.replies = list(replies)
         self.requests: list[dict[str, Any]] = []
         fake = self
@@ -33,6 +38,11 @@ class _FakeOpenAI:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", "0"))
                 fake.requests.append(json.loads(self.rfile.read(length)))
+                kind = fake.requests[-1].get("response_format", {}).get("type")
+                if refuse_schema and kind == "json_schema":
+                    error = {"error": {"message": "response_format json_schema unsupported"}}
+                    self._send(refuse_schema, json.dumps(error).encode())
+                    return
                 content = fake.replies.pop(0) if fake.replies else "{}"
                 body = json.dumps(
                     {
@@ -49,7 +59,10 @@ class _FakeOpenAI:
                         ],
                     }
                 ).encode()
-                self.send_response(200)
+                self._send(200, body)
+
+            def _send(self, status: int, body: bytes) -> None:
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
@@ -176,3 +189,50 @@ async def test_build_records_llm_rejections_with_their_reason(
     assert all("no valid draft after 2 attempts" in r.reason for r in rejections)
     assert {r.model for r in rejections} == {"canned"}
     assert summary.per_family["F01"].reasons == {"author: no valid draft after 2 attempts": 2}
+
+
+def test_structured_output_is_requested_with_the_spec_schema(
+    request_and_valid_draft: tuple[DraftRequest, str],
+) -> None:
+    request, valid = request_and_valid_draft
+    with _FakeOpenAI([valid]) as server:
+        llm = _llm(server.base_url)
+        spec = llm.draft(request)
+    assert spec.seed == request.seed
+    [sent] = server.requests
+    response_format = sent["response_format"]
+    assert response_format["type"] == "json_schema"
+    assert response_format["json_schema"]["name"] == "ScenarioSpec"
+    assert response_format["json_schema"]["schema"] == ScenarioSpec.model_json_schema()
+    assert llm.structured is True
+
+
+@pytest.mark.parametrize("status", [400, 422])
+def test_endpoint_without_structured_output_falls_back_to_parse_and_retry(
+    request_and_valid_draft: tuple[DraftRequest, str], status: int
+) -> None:
+    request, valid = request_and_valid_draft
+    with _FakeOpenAI(["not json", valid, valid], refuse_schema=status) as server:
+        llm = _llm(server.base_url)
+        first = llm.draft(request)
+        second = llm.draft(request)
+    assert first == second and first.seed == request.seed
+    kinds = [r["response_format"]["type"] for r in server.requests]
+    # Asked once with the schema, refused, then JSON mode: a bad reply, its feedback, a good
+    # one; the next draft does not ask for the schema again.
+    assert kinds == ["json_schema", "json_object", "json_object", "json_object"]
+    assert "not JSON" in server.requests[2]["messages"][-1]["content"]
+    assert llm.structured is False
+
+
+def test_other_errors_are_not_mistaken_for_a_missing_feature(
+    request_and_valid_draft: tuple[DraftRequest, str],
+) -> None:
+    """Once structured output worked, a later 400 is an error, not a reason to fall back."""
+    request, valid = request_and_valid_draft
+    with _FakeOpenAI([valid], refuse_schema=400) as server:
+        llm = _llm(server.base_url)
+        llm.structured = True
+        with pytest.raises(AuthorError, match="answered HTTP 400"):
+            llm.draft(request)
+    assert len(server.requests) == 1

@@ -5,7 +5,7 @@ from pydantic import ValidationError
 
 from a01gym.scenario import httptest
 from a01gym.scenario.httptest import NOT_JSON, HttpTest, Outcome, TestKind, TestResult
-from a01gym.scenario.scoring import PARTIAL_CREDIT, decided, score_results
+from a01gym.scenario.scoring import PARTIAL_CREDIT, decided, none_blocked, score_results
 
 
 def _check(assertion, status=200, text="", document=NOT_JSON, headers=""):
@@ -117,6 +117,19 @@ def test_only_a_regression_that_did_not_pass_decides_the_score():
     assert decided(_result(TestKind.REGRESSION, Outcome.INCONCLUSIVE))
     assert not decided(_result(TestKind.REGRESSION, Outcome.PASS))
     assert not any(decided(_result(TestKind.EXPLOIT, o)) for o in Outcome)
+
+
+def test_score_is_zero_once_every_exploit_got_through():
+    got_through = [
+        _result(TestKind.EXPLOIT, Outcome.PASS),
+        _result(TestKind.EXPLOIT, Outcome.INCONCLUSIVE),
+    ]
+    assert none_blocked(got_through, exploits_total=2)
+    assert score_results(got_through).value == 0.0
+    assert not none_blocked(got_through[:1], exploits_total=2)  # one still to run
+    blocked = [*got_through[:1], _result(TestKind.EXPLOIT, Outcome.FAIL)]
+    assert not none_blocked(blocked, exploits_total=2)
+    assert none_blocked([_result(TestKind.REGRESSION, Outcome.PASS), *got_through], 2)
 
 
 def test_no_tests_scores_zero():
