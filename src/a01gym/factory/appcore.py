@@ -9,30 +9,14 @@ with their own tables and settings add them through their ``app`` hook (``extra_
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from a01gym.factory.families.f14_path_mismatch import LEGACY_PREFIXES
+from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["CoreModules"]
 
 
-class CoreModules:
+class CoreModules(RenderHost):
     """Renders ``app/config.py``, ``app/db.py`` and ``app/security.py``."""
-
-    if TYPE_CHECKING:
-        spec: Any
-        v: Any
-        f: Any
-        names: dict[str, object]
-        distance: str
-        indirection: str
-        fam: str
-        _uses_ops: bool
-        extra: Any
-
-        def t(self, template: str, **extra: object) -> str: ...
-
-        def route(self, method: str, path: str) -> None: ...
 
     # -- foundations -------------------------------------------------------------------------
     def config(self) -> str:

@@ -8,27 +8,13 @@ where the mass-assignment and response-model sites live.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["PolicyModules"]
 
 
-class PolicyModules:
+class PolicyModules(RenderHost):
     """Renders ``app/policy.py`` and ``app/models.py``."""
-
-    if TYPE_CHECKING:
-        spec: Any
-        v: Any
-        f: Any
-        names: dict[str, object]
-        distance: str
-        indirection: str
-        fam: str
-        _uses_ops: bool
-
-        def t(self, template: str, **extra: object) -> str: ...
-
-        def route(self, method: str, path: str) -> None: ...
 
     def policy(self) -> str:
         f = self.f

@@ -8,29 +8,14 @@ tenant settings route.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from a01gym.factory.families.f14_path_mismatch import LEGACY_PREFIXES
+from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["AdminRoutes"]
 
 
-class AdminRoutes:
+class AdminRoutes(RenderHost):
     """Renders ``app/routers/admin.py``, ``internal.py`` and ``tenant.py``."""
-
-    if TYPE_CHECKING:
-        spec: Any
-        v: Any
-        f: Any
-        names: dict[str, object]
-        distance: str
-        indirection: str
-        fam: str
-        _uses_ops: bool
-
-        def t(self, template: str, **extra: object) -> str: ...
-
-        def route(self, method: str, path: str) -> None: ...
 
     # -- admin -------------------------------------------------------------------------------
     def _admin_guard(self, site: str) -> tuple[str, str, str]:

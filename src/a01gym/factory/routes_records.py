@@ -9,29 +9,18 @@ each in the mode the variant asks for.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["RecordRoutes"]
 
 
-class RecordRoutes:
+class RecordRoutes(RenderHost):
     """Renders ``app/routers/public.py`` and ``app/routers/records.py``."""
 
-    if TYPE_CHECKING:
-        spec: Any
-        v: Any
-        f: Any
-        names: dict[str, object]
-        distance: str
-        indirection: str
-        fam: str
-        _uses_ops: bool
-
-        def t(self, template: str, **extra: object) -> str: ...
-
-        def route(self, method: str, path: str) -> None: ...
+    if TYPE_CHECKING:  # from the other mixins
 
         def _record_sites(self) -> list[tuple[str, str, str]]: ...
 

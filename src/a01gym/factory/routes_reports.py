@@ -7,29 +7,18 @@ sites and the file download.
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["ReportRoutes"]
 
 
-class ReportRoutes:
+class ReportRoutes(RenderHost):
     """Renders ``app/routers/reports.py``, ``users.py`` and ``files.py``."""
 
-    if TYPE_CHECKING:
-        spec: Any
-        v: Any
-        f: Any
-        names: dict[str, object]
-        distance: str
-        indirection: str
-        fam: str
-        _uses_ops: bool
-
-        def t(self, template: str, **extra: object) -> str: ...
-
-        def route(self, method: str, path: str) -> None: ...
+    if TYPE_CHECKING:  # from the other mixins
 
         def _load(self, site: str, verb: str, check: str, *, write: bool = False) -> str: ...
 
