@@ -69,7 +69,7 @@ def test_role_escalation_scenarios_always_have_a_manager(spec_for: Any) -> None:
 
 def test_require_login_trap_makes_every_optional_route_require_a_caller(spec_for: Any) -> None:
     spec = next(
-        s for s in (spec_for("F19", i) for i in range(8)) if s.bug.sites == ["optional.activity"]
+        s for s in (spec_for("F19", i) for i in range(64)) if s.bug.sites == ["optional.activity"]
     )
     trap = mutator.mutate(spec).traps["require_login"].files["app/routers/feed.py"]
     assert "security.optional_user" not in trap
