@@ -39,7 +39,7 @@ from a01gym.training import agents, solver
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]
 
 CLI = [str(Path(sys.executable).with_name("a01gym"))]  # the console script users run
-TRAIN_SEEDS = range(100, 112)
+TRAIN_SEEDS = range(100, 124)
 START_SKILL = {"F01": 1.0, "F04": 0.5, "F06": 0.0}  # mastered, learnable, too hard
 
 
