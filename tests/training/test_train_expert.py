@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from trackio_store import read_logs
 
 from expert_stub import stub_thread
 
@@ -89,11 +90,7 @@ def test_rollouts_mix_expert_and_solo_and_the_phase_fades(expert_run: Path) -> N
 
 
 def test_expert_metrics_reach_trackio(expert_run: Path) -> None:
-    os.environ["TRACKIO_DIR"] = str(expert_run / "trackio")
-    from trackio.sqlite_storage import SQLiteStorage
-
-    runs = SQLiteStorage.get_runs("a01gym")
-    logs = SQLiteStorage.get_logs("a01gym", runs[-1])
+    _, logs = read_logs(expert_run / "trackio")
     keys = set().union(*(row.keys() for row in logs))
     for key in (
         "train/expert/expert_phase_index",

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from trackio_store import read_logs
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(2400)]  # a CPU training run
 
@@ -85,12 +86,8 @@ def test_smoke_reaches_the_hidden_verifier_and_logs_the_breakdown(smoke_run: Pat
 
 
 def test_trackio_metrics_read_back(smoke_run: Path) -> None:
-    os.environ["TRACKIO_DIR"] = str(smoke_run / "trackio")
-    from trackio.sqlite_storage import SQLiteStorage
-
-    runs = SQLiteStorage.get_runs("a01gym")
+    runs, logs = read_logs(smoke_run / "trackio")
     assert runs
-    logs = SQLiteStorage.get_logs("a01gym", runs[-1])
     keys = set().union(*(row.keys() for row in logs))
     for key in (
         "train/reward",
@@ -185,21 +182,7 @@ def test_the_trl_environment_factory_path_trains_too(smoke_run: Path) -> None:
     completed = _run("train", "--config", str(config), cwd=work)
     assert completed.returncode == 0, completed.stderr[-4000:]
     assert (work / "trl-run" / "adapter" / "adapter_model.safetensors").is_file()
-    # Trackio reads TRACKIO_DIR when it is imported, and this process imported it for the
-    # smoke run's store already: read this run's store in a fresh interpreter.
-    reader = (
-        "import json, sys; from trackio.sqlite_storage import SQLiteStorage; "
-        "logs = SQLiteStorage.get_logs('a01gym', 'trl-path'); "
-        "print(json.dumps(sorted(set().union(*(row.keys() for row in logs)))))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", reader],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-        env={**os.environ, "TRACKIO_DIR": str(work / "trl-run" / "trackio")},
-    )
-    keys = json.loads(done.stdout.strip().splitlines()[-1])
+    _, logs = read_logs(work / "trl-run" / "trackio", "trl-path")
+    keys = set().union(*(row.keys() for row in logs))
     assert "train/rewards/A01ToolEnv/mean" in keys, keys
     assert "train/tools/call_frequency" in keys, keys  # TRL's own tool loop ran
