@@ -2,17 +2,21 @@
 
 One family in one domain (``--family``, ``--domain``; the fix is small and similar across seeds),
 built into a fresh cache with the offline factory and served by an in-process gateway on local
-sandboxes. The scenarios are split in two: the scripted solver plays the *training* ones (its
-logs become the SFT data), a tiny model built locally is warm-started on them with SFT, then
-trained with GRPO + LoRA on the same training scenarios for ``--grpo-steps`` steps. The
-*held-out* scenarios (same family and domain, other seeds: other names, ids and layouts of the
-same bug) are played greedily before GRPO (the SFT model) and after it (SFT + adapter).
+sandboxes. The scenarios are split three ways, by seed:
+
+* **SFT**: the scripted solver plays them and its logs become the warm-start data; a tiny model
+  built locally is fine-tuned on them (deliberately short, so the policy still has entropy);
+* **GRPO**: unseen by SFT, so a group's rollouts succeed and fail on the same scenario (a
+  scenario the warm start memorised gives every rollout reward 1 and no advantage);
+* **held out**: played before GRPO (the SFT model) and after it (SFT + adapter),
+  ``--eval-samples`` episodes each at the training temperature, because the policy GRPO
+  optimises is the sampled one; the per-scenario means are paired.
 
 Reports mean reward before and after, ``reward_gain_ci_low`` (the lower end of the paired 95%
-bootstrap interval of the gain; target > 0), ``invalid_action_rate_ratio`` (after ÷ before;
-target <= 0.5), and where the gain came from: ``gain_from_fixes`` (episodes that became
-reward-1 fixes) against ``gain_from_penalties`` (reward change on episodes that were not fixed
-either way: fewer invalid actions and steps).
+bootstrap interval of the gain over held-out scenarios; target > 0),
+``invalid_action_rate_ratio`` (after ÷ before; target <= 0.5), and where the gain came from:
+``gain_from_fixes`` (episodes that became reward-1 fixes, net) against ``gain_from_penalties``
+(reward change on episodes that were not fixed either way: fewer invalid actions, a broken app).
 
     python bench/learning.py --quick --json-out runs/bench/learning.json
 """
@@ -58,22 +62,40 @@ async def _solve(url: str, cache: Path, hashes: list[str]) -> list[float]:
     return list(await asyncio.gather(*(one(h) for h in hashes)))
 
 
-def _evaluate(url: str, model: str, adapter: Path | None, rows: list[dict], label: str) -> list:
+def _evaluate(
+    url: str, model: str, adapter: Path | None, rows: list[dict], label: str, args: Any
+) -> list:
     from a01gym.training import compare, rollout
 
     tokenizer, policy = compare.load_policy(model, adapter)
     engine = rollout.RolloutEngine(
-        tokenizer, url, max_turns=12, max_completion_tokens=4096, max_output_chars=400
+        tokenizer,
+        url,
+        max_turns=args.max_turns,
+        max_completion_tokens=4096,
+        max_output_chars=400,
     )
     try:
         return compare.evaluate_model(
             engine,
-            rollout.ModelPolicy(policy, tokenizer, max_new_tokens=160, temperature=0.0),
+            rollout.ModelPolicy(
+                policy,
+                tokenizer,
+                max_new_tokens=args.max_new_tokens,
+                temperature=args.eval_temperature,
+            ),
             rows,
             label=label,
         )
     finally:
         engine.close()
+
+
+def _scenario_means(records: list[dict], samples: int) -> list[float]:
+    """Mean reward per held-out scenario (rows hold each scenario ``samples`` times in a row),
+    the unit the paired bootstrap resamples."""
+    rewards = [record["reward"] for record in records]
+    return [statistics.fmean(rewards[i : i + samples]) for i in range(0, len(rewards), samples)]
 
 
 def _sources_of_gain(before: list[dict], after: list[dict]) -> dict[str, float]:
@@ -122,39 +144,46 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         split={"eval_domains": [], "eval_families": []},
     )
     hashes = [e.hash for e in ScenarioCache(cache).entries(split="train")]
-    held_out, train = hashes[: args.held_out], hashes[args.held_out :]
+    held_out = hashes[: args.held_out]
+    sft_set = hashes[args.held_out : args.held_out + args.sft_scenarios]
+    grpo_set = hashes[args.held_out + args.sft_scenarios :]
     result: dict[str, Any] = {
         "family": args.family,
         "domain": args.domain,
-        "train_scenarios": len(train),
+        "sft_scenarios": len(sft_set),
+        "grpo_scenarios": len(grpo_set),
         "held_out_scenarios": len(held_out),
+        "eval_samples": args.eval_samples,
+        "eval_temperature": args.eval_temperature,
     }
     cfg = config.load_config(
         None,
         **{
             "output_dir": str(work / "run"),
             "gateway.url": "http://unused",
-            "data.seeds": len(train),
-            "data.scenarios": train,
-            "rollout.max_turns": 12,
-            "rollout.max_new_tokens": 160,
+            "data.seeds": len(grpo_set),
+            "data.scenarios": grpo_set,
+            "rollout.max_turns": args.max_turns,
+            "rollout.max_new_tokens": args.max_new_tokens,
             "rollout.max_completion_tokens": 4096,
             "rollout.max_output_chars": 400,
             "rollout.temperature": 1.0,
+            "lora.r": 16,
+            "lora.alpha": 32,
             "sft.full": True,
             "sft.epochs": args.sft_epochs,
             "sft.learning_rate": 3e-3,
             "grpo": {
                 "max_steps": args.grpo_steps,
                 "per_device_train_batch_size": 8,
-                "num_generations": 4,
-                "learning_rate": 2e-4,
+                "num_generations": 8,
+                "learning_rate": args.grpo_lr,
             },
         },
     )
     with gateway_thread(cache, work / "episodes") as url:
         started = time.perf_counter()
-        solved = asyncio.run(_solve(url, cache, train))
+        solved = asyncio.run(_solve(url, cache, sft_set))
         result["solver_mean_reward"] = round(statistics.fmean(solved), 4)
         data = work / "sft-data"
         trajectories.export_trajectories(
@@ -167,12 +196,18 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         )
         model = str(sft.warm_start(str(base), data, work / "sft-model", cfg.sft, seed=args.seed))
         result["sft_s"] = round(time.perf_counter() - started, 1)
-        rows = [{"scenario": h, "split": "train"} for h in held_out]
-        before = _evaluate(url, model, None, rows, "before")
+        rows = [
+            {"scenario": h, "split": "train", "agent": "eval"}
+            for h in held_out
+            for _ in range(args.eval_samples)
+        ]
+        started = time.perf_counter()
+        before = _evaluate(url, model, None, rows, "before", args)
+        result["eval_s"] = round(time.perf_counter() - started, 1)
         started = time.perf_counter()
         grpo.train(cfg, model_path=model, gateway_url=url)
         result["grpo_s"] = round(time.perf_counter() - started, 1)
-        after = _evaluate(url, model, cfg.output_dir / "adapter", rows, "after")
+        after = _evaluate(url, model, cfg.output_dir / "adapter", rows, "after", args)
     for label, records in (("before", before), ("after", after)):
         compare.write_eval(cfg.output_dir, label, records)
         summary = compare.summarise_records(records)["overall"]
@@ -180,7 +215,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         result[f"{label}_invalid_action_rate"] = summary["invalid_action_rate"]
         result[f"{label}_resolved_rate"] = summary["resolved_rate"]
     diff = stats.paired_bootstrap_difference(
-        [a["reward"] for a in after], [b["reward"] for b in before]
+        _scenario_means(after, args.eval_samples), _scenario_means(before, args.eval_samples)
     )
     result["reward_gain"] = round(diff.mean_difference, 4)
     result["reward_gain_ci_low"] = round(diff.low, 4)
@@ -203,11 +238,19 @@ def cli() -> None:
     parser.add_argument("--family", default="F01", help="the one bug family")
     parser.add_argument("--domain", default="notes", help="the one domain")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--sft-epochs", type=float, help="warm-start epochs (default by size)")
+    parser.add_argument("--grpo-steps", type=int, help="GRPO steps (default by size)")
+    parser.add_argument("--grpo-lr", type=float, default=5e-4, help="GRPO LoRA learning rate")
+    parser.add_argument("--eval-samples", type=int, default=4, help="episodes per scenario")
+    parser.add_argument("--eval-temperature", type=float, default=1.0)
+    parser.add_argument("--max-turns", type=int, default=8)
+    parser.add_argument("--max-new-tokens", type=int, default=80)
     args = parser.parse_args()
-    args.scenarios = 16 if args.quick else 40
-    args.held_out = 6 if args.quick else 12
-    args.sft_epochs = 8 if args.quick else 12
-    args.grpo_steps = 6 if args.quick else 30
+    args.held_out = 12 if args.quick else 24
+    args.sft_scenarios = 28 if args.quick else 40
+    args.scenarios = args.held_out + args.sft_scenarios + (12 if args.quick else 32)
+    args.sft_epochs = args.sft_epochs or 12
+    args.grpo_steps = args.grpo_steps or (12 if args.quick else 40)
     began = time.perf_counter()
     metrics = main(args)
     report.emit("learning", metrics, TARGETS, quick=args.quick, began=began, json_out=args.json_out)
