@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import tempfile
@@ -125,24 +126,50 @@ def _sources_of_gain(before: list[dict], after: list[dict]) -> dict[str, float]:
     }
 
 
+def _warm_start(
+    url: str, cache: Path, hashes: list[str], work: Path, cfg: Any, args: Any, result: dict
+) -> str:
+    """The scripted solver plays the SFT scenarios; the tiny model is built and fine-tuned on
+    its episodes. Returns the warm-started model's directory."""
+    from a01gym.training import sft, smoke, tiny, trajectories
+
+    started = time.perf_counter()
+    solved = asyncio.run(_solve(url, cache, hashes))
+    result["solver_mean_reward"] = round(statistics.fmean(solved), 4)
+    data = work / "sft-data"
+    trajectories.export_trajectories(work / "episodes", data, min_reward=1.0, max_output_chars=400)
+    base = tiny.build_tiny(
+        work / "tiny",
+        corpus=smoke.corpus(data),
+        spec=tiny.TinySpec(hidden_size=128, intermediate_size=384, layers=4),
+    )
+    model = sft.warm_start(str(base), data, work / "sft-model", cfg.sft, seed=args.seed)
+    result["sft_s"] = round(time.perf_counter() - started, 1)
+    return str(model)
+
+
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    work = Path(tempfile.mkdtemp(prefix="a01gym-bench-learning-"))
+    work = args.work or Path(tempfile.mkdtemp(prefix="a01gym-bench-learning-"))
+    work.mkdir(parents=True, exist_ok=True)
+    warm = work / "sft-model"
+    reuse = args.work is not None and (warm / "config.json").is_file()
     os.environ["TRACKIO_DIR"] = str(work / "trackio")  # before trl/trackio are imported
     from a01gym.cli.background import gateway_thread
     from a01gym.factory import pipeline
     from a01gym.factory.cache import ScenarioCache
-    from a01gym.training import compare, config, grpo, sft, smoke, stats, tiny, trajectories
+    from a01gym.training import compare, config, grpo, stats
 
     cache = work / "cache"
-    pipeline.build_demo(
-        cache,
-        count=args.scenarios,
-        seed=args.seed,
-        families=[args.family],
-        domains=[args.domain],
-        difficulty={"easy": 1.0},
-        split={"eval_domains": [], "eval_families": []},
-    )
+    if not reuse:
+        pipeline.build_demo(
+            cache,
+            count=args.scenarios,
+            seed=args.seed,
+            families=[args.family],
+            domains=[args.domain],
+            difficulty={"easy": 1.0},
+            split={"eval_domains": [], "eval_families": []},
+        )
     hashes = [e.hash for e in ScenarioCache(cache).entries(split="train")]
     held_out = hashes[: args.held_out]
     sft_set = hashes[args.held_out : args.held_out + args.sft_scenarios]
@@ -159,7 +186,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     cfg = config.load_config(
         None,
         **{
-            "output_dir": str(work / "run"),
+            "output_dir": str(work / time.strftime("run-%Y%m%d-%H%M%S")),
             "gateway.url": "http://unused",
             "data.seeds": len(grpo_set),
             "data.scenarios": grpo_set,
@@ -182,28 +209,32 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         },
     )
     with gateway_thread(cache, work / "episodes") as url:
-        started = time.perf_counter()
-        solved = asyncio.run(_solve(url, cache, sft_set))
-        result["solver_mean_reward"] = round(statistics.fmean(solved), 4)
-        data = work / "sft-data"
-        trajectories.export_trajectories(
-            work / "episodes", data, min_reward=1.0, max_output_chars=400
-        )
-        base = tiny.build_tiny(
-            work / "tiny",
-            corpus=smoke.corpus(data),
-            spec=tiny.TinySpec(hidden_size=128, intermediate_size=384, layers=4),
-        )
-        model = str(sft.warm_start(str(base), data, work / "sft-model", cfg.sft, seed=args.seed))
-        result["sft_s"] = round(time.perf_counter() - started, 1)
+        if reuse:
+            model = str(warm)
+            result["warm_start_reused"] = str(work)
+        else:
+            model = _warm_start(url, cache, sft_set, work, cfg, args, result)
         rows = [
             {"scenario": h, "split": "train", "agent": "eval"}
             for h in held_out
             for _ in range(args.eval_samples)
         ]
-        started = time.perf_counter()
-        before = _evaluate(url, model, None, rows, "before", args)
-        result["eval_s"] = round(time.perf_counter() - started, 1)
+        # The before-eval is reused only if it was played exactly as the after-eval will be.
+        played = {
+            "rows": rows,
+            "max_turns": args.max_turns,
+            "max_new_tokens": args.max_new_tokens,
+            "temperature": args.eval_temperature,
+        }
+        stored = work / "before.json"
+        saved = json.loads(stored.read_text()) if reuse and stored.is_file() else {}
+        if saved.get("played") == played:
+            before = saved["records"]
+        else:
+            started = time.perf_counter()
+            before = _evaluate(url, model, None, rows, "before", args)
+            result["eval_s"] = round(time.perf_counter() - started, 1)
+            stored.write_text(json.dumps({"played": played, "records": before}))
         started = time.perf_counter()
         grpo.train(cfg, model_path=model, gateway_url=url)
         result["grpo_s"] = round(time.perf_counter() - started, 1)
@@ -238,6 +269,11 @@ def cli() -> None:
     parser.add_argument("--family", default="F01", help="the one bug family")
     parser.add_argument("--domain", default="notes", help="the one domain")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--work",
+        type=Path,
+        help="work directory; a previous run's cache, warm start and before-eval are reused",
+    )
     parser.add_argument("--sft-epochs", type=float, help="warm-start epochs (default by size)")
     parser.add_argument("--grpo-steps", type=int, help="GRPO steps (default by size)")
     parser.add_argument("--grpo-lr", type=float, default=5e-4, help="GRPO LoRA learning rate")
