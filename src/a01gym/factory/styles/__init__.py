@@ -11,9 +11,12 @@ renderer calls once, after the skeleton and the family's modules are rendered:
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-__all__ = ["STYLES", "DataAccess", "DataStyle", "draw", "style"]
+if TYPE_CHECKING:
+    from a01gym.factory.spec import ScenarioSpec
+
+__all__ = ["STYLES", "DataAccess", "DataStyle", "draw", "restyled", "style"]
 
 DataAccess = Literal["sqlite3", "sqlalchemy"]
 
@@ -49,6 +52,11 @@ def draw(seed: int) -> DataAccess:
     """
     digest = hashlib.sha256(f"{seed}\x00data_access".encode()).digest()
     return "sqlalchemy" if int.from_bytes(digest[:8]) / 2**64 < ORM_SHARE else "sqlite3"
+
+
+def restyled(spec: ScenarioSpec, name: DataAccess) -> ScenarioSpec:
+    """``spec`` in the data-access style ``name`` (everything else as drawn)."""
+    return spec.model_copy(update={"knobs": spec.knobs.model_copy(update={"data_access": name})})
 
 
 def style(name: DataAccess) -> DataStyle:
