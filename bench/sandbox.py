@@ -5,8 +5,9 @@ JSON. Targets (issue "Foundation and sandboxes"): acquire p50 ≤ 30 ms and p99 
 → first successful app response), proxied request p50 ≤ 2 ms, restart after an edit p50 ≤ 60
 ms, ≤ 20 MB USS per sandbox, ≥ 100 sandboxes alive at once.
 
-``--orm-share 0.5`` makes that share of the sandboxes run a factory app in the SQLAlchemy ORM
-data-access style instead of the plain-``sqlite3`` fixture app (the factory draws both).
+``--apps fixture,sqlalchemy`` has the sandboxes run those apps in turn: ``fixture`` is the small
+IDOR fixture app, ``sqlite3`` and ``sqlalchemy`` one factory scenario in that data-access style
+(the factory draws both; ``fixture,sqlalchemy`` puts the ORM style in the mix).
 
     python bench/sandbox.py --quick --json-out bench/results/sandbox.json
 """
@@ -15,10 +16,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import itertools
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -28,26 +31,6 @@ from a01gym.sandbox.local import LocalBackend, LocalSandbox
 from a01gym.scenario.bundle import Bundle
 
 BUNDLE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "idor_notes"
-
-
-def _orm_bundle() -> Bundle:
-    """A factory IDOR scenario rendered in the SQLAlchemy ORM style."""
-    from a01gym.factory import author, compiler, config, styles
-
-    request = author.plan(config.FactoryConfig(count=1, families=["F01"]))[0]
-    spec = author.TemplateAuthor().draft(request)
-    return compiler.compile_bundle(styles.restyled(spec, "sqlalchemy"))
-
-
-def _bundles(orm_share: float) -> itertools.cycle[Bundle]:
-    """The apps sandboxes run, in turn: ``orm_share`` of every ten are ORM-style apps."""
-    orm = round(10 * orm_share)
-    if not orm:
-        return itertools.cycle([Bundle.load(BUNDLE)])
-    fixture, factory = Bundle.load(BUNDLE), _orm_bundle()
-    return itertools.cycle(
-        [factory if i * orm // 10 != (i + 1) * orm // 10 else fixture for i in range(10)]
-    )
 
 
 TARGETS = {
@@ -63,6 +46,28 @@ TARGETS = {
 def _percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _factory_bundle(data_access: str) -> Bundle:
+    """A factory IDOR scenario rendered in the data-access style ``data_access``."""
+    from a01gym.factory import author, compiler, config, styles
+
+    request = author.plan(config.FactoryConfig(count=1, families=["F01"]))[0]
+    spec = author.TemplateAuthor().draft(request)
+    return compiler.compile_bundle(styles.restyled(spec, data_access))  # type: ignore[arg-type]
+
+
+def _bundles(apps: str) -> itertools.cycle[Bundle]:
+    """The apps the sandboxes run, in turn."""
+    known = {"fixture": lambda: Bundle.load(BUNDLE)} | {
+        style: functools.partial(_factory_bundle, style) for style in ("sqlite3", "sqlalchemy")
+    }
+    names = apps.split(",")
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        raise SystemExit(f"--apps: unknown {unknown}; use a comma list of {sorted(known)}")
+    loaded = {name: known[name]() for name in set(names)}
+    return itertools.cycle([loaded[name] for name in names])
 
 
 async def _settle(backend: LocalBackend) -> None:
@@ -129,10 +134,10 @@ async def _concurrent(backend: LocalBackend, bundles: itertools.cycle[Bundle], t
         await asyncio.gather(*(backend.release(s) for s in alive))
 
 
-async def run(quick: bool, orm_share: float = 0.0) -> dict[str, float]:
-    bundles = _bundles(orm_share)
+async def run(quick: bool, apps: str = "fixture") -> dict[str, Any]:
+    bundles = _bundles(apps)
     bundle = next(bundles)
-    results: dict[str, float] = {"orm_share": orm_share}
+    results: dict[str, float] = {}
     async with LocalBackend(pool_size=4, max_sandboxes=256) as backend:
         acquire = await _acquire(backend, bundles, 40 if quick else 200)
         results["acquire_ms_p50"] = statistics.median(acquire)
@@ -148,7 +153,7 @@ async def run(quick: bool, orm_share: float = 0.0) -> dict[str, float]:
         results["uss_mb_per_sandbox"] = _sandbox_uss(backend, group)
         await asyncio.gather(*(backend.release(s) for s in group))
         results["max_concurrent"] = await _concurrent(backend, bundles, 100 if quick else 160)
-    return {k: round(v, 2) for k, v in results.items()}
+    return {"apps": apps, **{k: round(v, 2) for k, v in results.items()}}
 
 
 def _sandbox_uss(backend: LocalBackend, sandboxes: list[LocalSandbox]) -> float:
@@ -170,11 +175,13 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="fewer samples (< 60 s)")
     parser.add_argument("--json-out", type=Path, help="also write the JSON here")
     parser.add_argument(
-        "--orm-share", type=float, default=0.0, help="share of sandboxes running an ORM-style app"
+        "--apps",
+        default="fixture",
+        help="apps the sandboxes run in turn: fixture, sqlite3, sqlalchemy (comma list)",
     )
     args = parser.parse_args()
     began = time.perf_counter()
-    metrics = asyncio.run(run(args.quick, args.orm_share))
+    metrics = asyncio.run(run(args.quick, args.apps))
     report.emit("sandbox", metrics, TARGETS, quick=args.quick, began=began, json_out=args.json_out)
 
 
