@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from a01gym.factory import appcore, appdata, apppolicy, approutes, families
+from a01gym.factory import appcore, appdata, apppolicy, approutes, families, styles
 from a01gym.factory.codetext import block as _block
 from a01gym.factory.families import FamilyApp
 from a01gym.factory.spec import ScenarioSpec
@@ -95,6 +95,7 @@ class _Renderer(
         self.distance = spec.knobs.distance
         hook = families.family(self.fam).app
         self.extra = hook(self) if hook is not None else FamilyApp()
+        self.style = styles.style(spec.knobs.data_access)
 
     def t(self, template: str, **extra: object) -> str:
         return _block(template, **{**self.names, **extra})
@@ -126,6 +127,7 @@ class _Renderer(
         if self.distance == "service":
             files["app/services.py"] = self.services()
         files["app/main.py"] = self.main()
+        files = self.style.finish(self, files)
         files = {
             path: "\n".join(line.rstrip() for line in text.rstrip().splitlines()) + "\n"
             for path, text in files.items()
