@@ -29,6 +29,7 @@ from pydantic_settings import (
 from a01gym import capacity
 from a01gym.errors import ConfigError
 from a01gym.expert_settings import ExpertSettings
+from a01gym.pool_settings import PoolGrowthSettings
 
 __all__ = [
     "CONFIG_ENV",
@@ -103,6 +104,7 @@ class SandboxSettings(BaseModel):
         "/dev/shm: every app writes SQLite, and fsync on a disk costs ~20 ms per transaction.",
     )
     pool_size: int = Field(4, ge=0, description="Warm sandboxes kept ready for acquire().")
+    pool_growth: PoolGrowthSettings = Field(default_factory=PoolGrowthSettings)
     refill_delay_s: float = Field(
         0.1,
         ge=0,
