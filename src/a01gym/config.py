@@ -280,7 +280,18 @@ class KubernetesBackendSettings(BaseModel):
     )
     ttl_seconds: int = Field(3600, ge=10, le=86400, description="Episode TTL (spec.ttlSeconds).")
     runtime_class_name: str | None = Field(None, description="RuntimeClass, e.g. gvisor.")
-    ready_timeout_s: float = Field(120.0, gt=0, description="How long acquire() waits.")
+    ready_timeout_s: float = Field(
+        120.0, gt=0, description="How long acquire() waits for its Episode, from its turn."
+    )
+    start_concurrency: int = Field(
+        32,
+        ge=1,
+        description="Episodes created and awaited at once; the rest of a burst queue for a "
+        "turn (the operator and kubelets start pods at a bounded rate).",
+    )
+    acquire_timeout_s: float = Field(
+        45.0, gt=0, description="How long a reset may queue for a turn to start an Episode."
+    )
     kubeconfig: Path | None = Field(None, description="Kubeconfig; default: in-cluster/env.")
     name_prefix: str = Field("ep-", description="generateName prefix of created Episodes.")
 
