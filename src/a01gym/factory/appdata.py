@@ -11,6 +11,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.families.f10_path_traversal import download_check
 
 __all__ = ["DataMixin"]
 
@@ -371,8 +372,9 @@ class DataMixin:
         )
 
     def storage(self) -> str:
-        return self.t(
-            '''
+        return (
+            self.t(
+                '''
             """File storage: uploads live in the database and are mirrored to disk on access.
 
             The on-disk mirror also carries ``config/service.env`` for the background worker.
@@ -410,4 +412,13 @@ class DataMixin:
                 )
                 return [row["filename"] for row in rows.fetchall()]
             '''
+            )
+            + self._download_helper()
         )
+
+    def _download_helper(self) -> str:
+        """The storage module's part of the download check, when the app puts it there."""
+        if "files.download" in self.v.removed:
+            return ""
+        helper = download_check(self.spec, self.v.mode("files.download")).storage
+        return f"\n\n\n{helper}" if helper else ""

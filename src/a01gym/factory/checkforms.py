@@ -19,7 +19,7 @@ from typing import Any
 
 from a01gym.factory.codetext import block, indent
 
-__all__ = ["FORMS", "Guard", "draw"]
+__all__ = ["FORMS", "PLAIN_FORMS", "Guard", "draw"]
 
 FORMS = ("inline", "predicate", "raiser", "dependency")
 """``inline``: ``if cond: raise`` in the handler; ``predicate``: a module-level function
@@ -27,6 +27,9 @@ returning the condition, which the handler tests; ``raiser``: a module-level gua
 computes the condition and raises, which the handler calls; ``dependency``: a FastAPI
 dependency that returns the caller when the condition does not hold (the handler takes its
 user from it, and has no check of its own)."""
+
+PLAIN_FORMS = FORMS[:3]
+"""The forms for checks that need more than FastAPI can inject (no ``dependency``)."""
 
 
 def draw(spec: Any, site: str, forms: tuple[str, ...] = FORMS) -> str:
@@ -53,6 +56,12 @@ class Guard:
     purpose: str
     dependency: str = ""
     user_type: str = "CurrentUser"
+
+    def __post_init__(self) -> None:
+        if self.form not in FORMS:
+            raise ValueError(f"unknown check form {self.form!r}; known: {', '.join(FORMS)}")
+        if self.form == "dependency" and not self.dependency:
+            raise ValueError(f"{self.name}: the dependency form needs the dependency's signature")
 
     def _raise(self) -> str:
         return f'raise HTTPException(status.{self.status}, "{self.detail}")'

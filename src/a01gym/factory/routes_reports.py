@@ -10,6 +10,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.families.f10_path_traversal import download_check
 from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["ReportRoutes"]
@@ -241,6 +242,7 @@ class ReportRoutes(RenderHost):
 
     def files_router(self) -> str:
         mode = self.v.mode("files.download")
+        check = download_check(self.spec, mode)
         self.route("GET", "/files")
         out = [
             self.t(
@@ -256,36 +258,7 @@ class ReportRoutes(RenderHost):
         ]
         if "files.download" not in self.v.removed:
             self.route("GET", "/files/download")
-            if mode in ("vuln", "strip_once"):
-                strip = '    name = name.replace("../", "")\n' if mode == "strip_once" else ""
-                resolve = strip + self.t(
-                    """
-                    target = base / name
-                    if not target.is_file():
-                        raise HTTPException(status.HTTP_404_NOT_FOUND, "file not found")
-                    """
-                )
-            elif mode == "deny":
-                resolve = '    raise HTTPException(status.HTTP_404_NOT_FOUND, "file not found")'
-            else:
-                guard = (
-                    self.t(
-                        """
-                        if "/" in name or ".." in name:
-                            raise HTTPException(status.HTTP_400_BAD_REQUEST, "invalid file name")
-                        """
-                    )
-                    + "\n"
-                    if mode == "no_slash"
-                    else ""
-                )
-                resolve = guard + self.t(
-                    """
-                    target = (base / name).resolve()
-                    if not target.is_relative_to(base.resolve()) or not target.is_file():
-                        raise HTTPException(status.HTTP_404_NOT_FOUND, "file not found")
-                    """
-                )
+            resolve = check.body
             out.append(
                 self.t(
                     """
@@ -328,7 +301,7 @@ class ReportRoutes(RenderHost):
                 '''
                 """The caller's stored files."""
 
-                import sqlite3
+                ${imports}import sqlite3
                 from pathlib import Path
 
                 from fastapi import APIRouter, Depends, HTTPException, Query, status
@@ -338,8 +311,9 @@ class ReportRoutes(RenderHost):
                 from app.security import CurrentUser
 
                 router = APIRouter(prefix="/files", tags=["files"])
-                '''
+                ''',
+                imports=check.imports,
             )
             + "\n\n\n"
-            + "\n\n\n".join(out)
+            + "\n\n\n".join([check.helper, *out] if check.helper else out)
         )
