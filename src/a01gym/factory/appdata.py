@@ -11,6 +11,7 @@ import textwrap
 from typing import TYPE_CHECKING, Any
 
 from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.families.f08_export_filter import repository_body
 from a01gym.factory.families.f10_path_traversal import download_check
 
 __all__ = ["DataMixin"]
@@ -115,17 +116,7 @@ class DataMixin:
         }
         export_methods = []
         for method, mode in exports.items():
-            if mode == "vuln":
-                body = 'return self._all("SELECT * FROM $ents ORDER BY id", [])'
-            elif mode == "over_filter":
-                body = 'return self._all("SELECT * FROM $ents WHERE owner_id = ? ORDER BY id", [user.id])'
-            elif mode == "deny":
-                body = "return []"
-            else:
-                body = (
-                    "scope, params = policy.read_scope(user)\n"
-                    'return self._all(f"SELECT * FROM $ents WHERE {scope} ORDER BY id", params)'
-                )
+            body = repository_body(self.spec, mode)
             export_methods.append(
                 f"    def {method}(self, user: CurrentUser) -> list[Record]:\n"
                 + _indent(self.t(body), 8)

@@ -10,6 +10,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.families.f08_export_filter import handler_rows
 from a01gym.factory.families.f10_path_traversal import download_check
 from a01gym.factory.renderhost import RenderHost
 
@@ -32,6 +33,7 @@ class ReportRoutes(RenderHost):
         out: list[str] = []
         print_mode = self.v.mode("record.print")
         export_mode = self.v.mode("record.export")
+        digest_mode = self.v.mode("record.digest")
         no_auth = ("vuln",) if self.fam == "F03" else ()
         if "record.export" not in self.v.removed:
             self.route("GET", f"/reports{url}.csv")
@@ -42,7 +44,7 @@ class ReportRoutes(RenderHost):
                 rows = "repository.${Ent}Repository(connection).all_rows()"
             else:
                 signature = "\n    user: CurrentUser = Depends(security.current_user),"
-                rows = "repository.${Ent}Repository(connection).export_rows(user)"
+                rows = handler_rows(self.spec, export_mode, "export_rows")
             out.append(
                 self.t(
                     """
@@ -72,9 +74,10 @@ class ReportRoutes(RenderHost):
                         connection: sqlite3.Connection = Depends(db.get_db),
                     ) -> list[dict[str, Any]]:
                         """Everything the caller may read, newest activity first."""
-                        rows = repository.${Ent}Repository(connection).digest_rows(user)
+                        rows = $rows
                         return sorted(rows, key=lambda row: row["id"], reverse=True)
-                    '''
+                    ''',
+                    rows=self.t(handler_rows(self.spec, digest_mode, "digest_rows")),
                 )
             )
         # the {id} route goes last so it never shadows /digest

@@ -15,7 +15,6 @@ import textwrap
 from typing import Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.codetext import indent as _indent
 from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
@@ -59,7 +58,7 @@ def _target(mode: str, param: str, default: str, structure: str) -> str:
 def _guard(mode: str, param: str, structure: str) -> str:
     if mode != "secure" or structure != "guard":
         return ""
-    return f"if {param} and not is_trusted_target({param}):\n    {param} = None\n"
+    return f"if {param} and not is_trusted_target({param}):\n        {param} = None\n    "
 
 
 _LANDING = '''
@@ -106,7 +105,7 @@ def _app(r: Any) -> FamilyApp:
                         ${guard}return RedirectResponse($target, status_code=status.HTTP_303_SEE_OTHER)
                     ''',
                     target=_target(mode, param, default_expr, structure),
-                    guard=_indent(_guard(mode, param, structure), 4).lstrip(" "),
+                    guard=_guard(mode, param, structure),
                 )
             )
         else:
@@ -126,7 +125,7 @@ def _app(r: Any) -> FamilyApp:
                         ${guard}return RedirectResponse($target, status_code=status.HTTP_303_SEE_OTHER)
                     ''',
                     target=_target(mode, param, default_expr, structure),
-                    guard=_indent(_guard(mode, param, structure), 4).lstrip(" "),
+                    guard=_guard(mode, param, structure),
                 )
             )
     helper = ""
