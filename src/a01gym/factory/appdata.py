@@ -10,9 +10,11 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any
 
+from a01gym.factory import checkforms
 from a01gym.factory.codetext import indent as _indent
 from a01gym.factory.families.f08_export_filter import repository_body
 from a01gym.factory.families.f10_path_traversal import download_check
+from a01gym.factory.routes_records import LOADS
 
 __all__ = ["DataMixin"]
 
@@ -325,12 +327,24 @@ class DataMixin:
         checks = {"read": "can_read", "print": "can_read", "update": "can_modify"}
         checks |= {"archive": "can_modify", "delete": "can_delete"}
         functions = []
+        split = checkforms.draw(self.spec, "record.load", LOADS) == "split"
         for site, verb, _ in self._record_sites():
             condition = (
                 "${ent} is None"
                 if self.v.mode(site) == "vuln"
                 else f"${{ent}} is None or not policy.{checks[verb]}(user, ${{ent}})"
             )
+            refuse = (
+                f"if {condition}:\n"
+                '        raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")'
+            )
+            if split and condition != "${ent} is None":
+                refuse = (
+                    "if ${ent} is None:\n"
+                    '        raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")\n'
+                    f"    if not policy.{checks[verb]}(user, ${{ent}}):\n"
+                    '        raise HTTPException(status.HTTP_403_FORBIDDEN, "not allowed")'
+                )
             functions.append(
                 self.t(
                     f"""
@@ -338,10 +352,10 @@ class DataMixin:
                         connection: sqlite3.Connection, user: CurrentUser, ${{ent}}_id: int
                     ) -> Record:
                         ${{ent}} = repository.${{Ent}}Repository(connection).get(${{ent}}_id)
-                        if {condition}:
-                            raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")
+                        $refuse
                         return ${{ent}}
-                    """
+                    """,
+                    refuse=self.t(refuse),
                 )
             )
         return (

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from a01gym.factory import checkforms
 from a01gym.factory.families.f14_path_mismatch import LEGACY_PREFIXES
+from a01gym.factory.families.f17_forced_browsing import guard as debug_guard
 from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["AdminRoutes"]
@@ -235,7 +236,15 @@ class AdminRoutes(RenderHost):
         decorator = ""
         user_param = "\n    user: CurrentUser = Depends(security.current_user),"
         inline = ""
-        if mode == "secure":
+        where = debug_guard(self.spec)
+        if mode == "secure" and where == "mount":
+            user_param = ""  # main.py includes this router with the admin dependency
+        elif mode == "secure" and where == "inline":
+            inline = (
+                "    if not user.is_admin:\n"
+                '        raise HTTPException(status.HTTP_403_FORBIDDEN, "administrator role required")\n'
+            )
+        elif mode == "secure":
             if self.indirection == "router":
                 router_deps = ", dependencies=[Depends(security.require_admin)]"
             elif self.indirection == "decorator":

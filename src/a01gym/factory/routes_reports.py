@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from a01gym.factory.codetext import indent as _indent
 from a01gym.factory.families.f08_export_filter import handler_rows
+from a01gym.factory.families.f09_response_model import view
 from a01gym.factory.families.f10_path_traversal import download_check
 from a01gym.factory.renderhost import RenderHost
 
@@ -181,13 +182,15 @@ class ReportRoutes(RenderHost):
                 )
             )
 
-        def view_model(site: str, many: bool) -> str:
-            mode = self.v.mode(site)
-            model = "models.UserPrivate" if mode in ("vuln", "status_only") else "models.UserPublic"
-            model = f"list[{model}]" if many else model
-            extra = ", response_model_exclude_none=True" if mode == "status_only" else ""
-            return f"response_model={model}{extra}"
-
+        profile_model, profile_value = view(
+            self.spec, self.v.mode("profile.view"), False, "profile"
+        )
+        team_model, team_value = view(
+            self.spec,
+            self.v.mode("team.list"),
+            True,
+            "repository.UserRepository(connection).in_tenant(user.tenant_id)",
+        )
         if "profile.view" not in self.v.removed:
             self.route("GET", "/users/{user_id}")
             out.append(
@@ -202,9 +205,10 @@ class ReportRoutes(RenderHost):
                         profile = repository.UserRepository(connection).get(user_id)
                         if profile is None:
                             raise HTTPException(status.HTTP_404_NOT_FOUND, "user not found")
-                        return profile
+                        return $value
                     """,
-                    model=view_model("profile.view", many=False),
+                    model=profile_model,
+                    value=profile_value,
                 )
             )
         if "team.list" not in self.v.removed:
@@ -218,9 +222,10 @@ class ReportRoutes(RenderHost):
                         connection: sqlite3.Connection = Depends(db.get_db),
                     ) -> list[dict[str, Any]]:
                         """Everyone in the caller's $tenant_noun."""
-                        return repository.UserRepository(connection).in_tenant(user.tenant_id)
+                        return $value
                     ''',
-                    model=view_model("team.list", many=True),
+                    model=team_model,
+                    value=team_value,
                 )
             )
         return (
