@@ -18,7 +18,24 @@ from a01gym.scenario.bundle import Bundle
 DRAFTS = 40
 """Template scenarios looked at per family (enough to meet every form several times)."""
 
-VARIED = ("F05", "F08", "F09", "F10", "F11", "F12", "F13", "F15", "F16", "F17", "F18", "F19", "F20")
+VARIED = (
+    "F01",
+    "F02",
+    "F03",
+    "F05",
+    "F08",
+    "F09",
+    "F10",
+    "F11",
+    "F12",
+    "F13",
+    "F15",
+    "F16",
+    "F17",
+    "F18",
+    "F19",
+    "F20",
+)
 """Families whose checks take the drawn forms."""
 
 
