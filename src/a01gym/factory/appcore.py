@@ -9,6 +9,8 @@ with their own tables and settings add them through their ``app`` hook (``extra_
 
 from __future__ import annotations
 
+from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.families.f05_client_input import ActingCheck, acting_check
 from a01gym.factory.families.f14_path_mismatch import LEGACY_PREFIXES
 from a01gym.factory.renderhost import RenderHost
 
@@ -35,7 +37,14 @@ class CoreModules(RenderHost):
             PAGE_SIZE = 50
             IMPERSONATION_HEADER = "X-Act-As"
             '''
-        ) + ("\n" + self.extra.config if self.extra.config else "")
+        ) + (
+            ("\n" + self._acting_check().config if self._acting_check().config else "")
+            + ("\n" + self.extra.config if self.extra.config else "")
+        )
+
+    def _acting_check(self) -> ActingCheck:
+        victim = self.v.hardcode.get("victim_id", "0")
+        return acting_check(self.spec, self.v.mode("auth.impersonate"), victim)
 
     def db(self) -> str:
         return self.t(
@@ -129,22 +138,8 @@ class CoreModules(RenderHost):
         )
 
     def security(self) -> str:
-        mode = self.v.mode("auth.impersonate")
-        if mode == "vuln":
-            acting = "if user is not None and acting_as:"
-        elif mode == "client_trust":
-            acting = (
-                "if user is not None and acting_as and (\n"
-                '        user.is_admin or request.headers.get("X-Role", "").lower() == "admin"\n'
-                "    ):"
-            )
-        elif mode == "hardcode":
-            victim = self.v.hardcode.get("victim_id", "0")
-            acting = f'if user is not None and acting_as and acting_as.strip() != "{victim}":'
-        elif mode == "admin_break":
-            acting = "if False and acting_as:"
-        else:
-            acting = "if user is not None and acting_as and user.is_admin:"
+        check = self._acting_check()
+        acting = check.acting
         text = self.t(
             '''
             """Authentication (bearer session tokens) and role checks shared by every router."""
@@ -170,7 +165,7 @@ class CoreModules(RenderHost):
 
                 @property
                 def is_admin(self) -> bool:
-                    return self.role == "admin"
+                    return self.role == "admin"$property
 
 
             _USER_COLUMNS = "u.id, u.tenant_id, u.username, u.role"
@@ -210,7 +205,7 @@ class CoreModules(RenderHost):
                     return user_for_token(connection, token)
                 finally:
                     connection.close()
-
+            $helper
 
             def optional_user(
                 request: Request, connection: sqlite3.Connection = Depends(db.get_db)
@@ -261,6 +256,8 @@ class CoreModules(RenderHost):
                 return wrapper
             ''',
             acting=acting,
+            property=_indent("\n" + check.property, 4) if check.property else "",
+            helper=f"\n\n{check.helper}\n" if check.helper else "",
         )
         if self.fam == "F14":
             prefixes = ['"/admin"'] + [

@@ -11,10 +11,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from a01gym.factory import checkforms
 from a01gym.factory.codetext import indent as _indent
 from a01gym.factory.renderhost import RenderHost
 
-__all__ = ["RecordRoutes"]
+__all__ = ["LOADS", "RecordRoutes"]
+
+LOADS = ("combined", "split")
+"""How a handler refuses a record the caller may not touch: one ``if`` for missing or
+forbidden (404), or a second ``if`` for forbidden (403)."""
 
 
 class RecordRoutes(RenderHost):
@@ -130,6 +135,20 @@ class RecordRoutes(RenderHost):
             )
         else:
             condition = f"$ent is None or not policy.{check}(user, $ent)"
+        if (
+            condition != "$ent is None"
+            and checkforms.draw(self.spec, "record.load", LOADS) == "split"
+        ):
+            refuse = condition.removeprefix("$ent is None or ")
+            return self.t(
+                f"""
+                {get}
+                if $ent is None:
+                    raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")
+                if {refuse}:
+                    raise HTTPException(status.HTTP_403_FORBIDDEN, "not allowed")
+                """
+            )
         return self.t(
             f"""
             {get}
