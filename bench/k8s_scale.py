@@ -156,6 +156,7 @@ async def run_scale(
         processes = {
             "operator": stack.operator.pid,
             "kubelet": stack.kubelet.pid if stack.kubelet else 0,
+            "bench": os.getpid(),  # this client: creates, deletes, the Episode watch, polls
             **{name: p.pid for name, p in stack.plane.processes.items()},
         }
         cpu_before = {name: _cpu_s(pid) for name, pid in processes.items()}
