@@ -82,8 +82,8 @@ class KubeClient:
     too. Requests share a bounded pool of keep-alive connections (a burst queues for a
     connection instead of paying a TLS handshake each); watches hold their connection for
     minutes, so they get their own unbounded pool and can never starve the requests.
-    JSON goes through orjson: pods in watch events and answers are several KB each, and the
-    standard library's decoder was the largest single cost of a client following a burst.
+    JSON goes through orjson: every client here decodes pods (answers and watch events) by
+    the thousand, and orjson decodes one in half the time (8 µs against 17 for 2.5 KB here).
     """
 
     def __init__(
