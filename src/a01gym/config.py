@@ -323,7 +323,7 @@ class OperatorSettings(BaseModel):
         30.0, ge=0, description="Age before an unowned sandbox pod or token Secret is deleted."
     )
     resync_interval_s: float = Field(
-        30.0, gt=0, description="Period of the full re-LIST and the orphan sweep."
+        300.0, gt=0, description="Period of the full re-LIST and the orphan sweep."
     )
     pool_wait_s: float = Field(
         5.0, ge=0, description="How long an Episode waits for its SandboxPool to appear."
