@@ -191,7 +191,8 @@ def db(r: Any) -> str:
 
 
 def storage(r: Any) -> str:
-    """``app/storage.py``: stored files mirrored to disk, read through the ORM."""
+    """``app/storage.py``: stored files mirrored to disk, read through the ORM (with the
+    download check's helper when the app puts it in the storage module, F10)."""
     return r.t(
         '''
         """File storage: uploads live in the database and are mirrored to disk on access.
@@ -232,4 +233,4 @@ def storage(r: Any) -> str:
             query = select(Attachment.filename).where(Attachment.owner_id == user_id).order_by(Attachment.filename)
             return list(session.scalars(query))
         '''
-    )
+    ) + r._download_helper()
