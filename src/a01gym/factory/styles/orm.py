@@ -193,8 +193,9 @@ def db(r: Any) -> str:
 def storage(r: Any) -> str:
     """``app/storage.py``: stored files mirrored to disk, read through the ORM (with the
     download check's helper when the app puts it in the storage module, F10)."""
-    return r.t(
-        '''
+    return (
+        r.t(
+            '''
         """File storage: uploads live in the database and are mirrored to disk on access.
 
         The on-disk mirror also carries ``config/service.env`` for the background worker.
@@ -233,4 +234,6 @@ def storage(r: Any) -> str:
             query = select(Attachment.filename).where(Attachment.owner_id == user_id).order_by(Attachment.filename)
             return list(session.scalars(query))
         '''
-    ) + r._download_helper()
+        )
+        + r._download_helper()
+    )
