@@ -14,6 +14,7 @@ import textwrap
 from typing import Any
 
 from a01gym.factory.codetext import indent
+from a01gym.factory.families.f07_tenant_lists import UNSCOPED_LIST, list_bug
 from a01gym.factory.families.f08_export_filter import orm_repository_body
 
 __all__ = ["repository"]
@@ -248,7 +249,14 @@ def repository(r: Any) -> str:
         loaders=_loaders(r),
         list_params=list_params,
         sort_param=', sort: str = "oldest"' if sort else "",
-        list_body=_body(r, _LIST, list_mode, 8),
+        list_body=_body(
+            r,
+            {**_LIST, "vuln": UNSCOPED_LIST["sqlalchemy"]}
+            if list_bug(r.spec) == "unscoped"
+            else _LIST,
+            list_mode,
+            8,
+        ),
         order='SORT_ORDERS.get(sort, SORT_ORDERS["oldest"])' if sort else r.t("$Ent.id"),
         search_params=search_params,
         search_body=_body(r, _SEARCH, search_mode, 8),
