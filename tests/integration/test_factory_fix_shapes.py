@@ -4,14 +4,16 @@ A family's check comes in several forms (:mod:`a01gym.factory.checkforms`: inlin
 raiser, dependency; and family-specific layouts), each with its own vulnerable code, fix and
 trap patches. Grouping a family's first template scenarios by the shape of their reference fix
 (:func:`a01gym.factory.diversity.fix_shape`) and gating one scenario per shape exercises every
-variant at least once, without this test knowing how a family draws them.
+variant at least once, without this test knowing how a family draws them. Each shape is gated
+in both data-access styles (raw ``sqlite3`` and the SQLAlchemy ORM): the ORM style rewrites the
+repository, the storage module and every module's sessions, and must keep every variant.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from a01gym.factory import author, compiler, config, diversity, gates
+from a01gym.factory import author, compiler, config, diversity, gates, styles
 from a01gym.sandbox.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 
@@ -23,12 +25,15 @@ VARIED = (
     "F02",
     "F03",
     "F05",
+    "F06",
+    "F07",
     "F08",
     "F09",
     "F10",
     "F11",
     "F12",
     "F13",
+    "F14",
     "F15",
     "F16",
     "F17",
@@ -49,14 +54,32 @@ def one_bundle_per_shape(family: str) -> list[Bundle]:
     return list(shapes.values())
 
 
+def one_bundle_per_shape_and_style(family: str) -> list[Bundle]:
+    """Each drawn shape's first scenario rendered in both data-access styles.
+
+    Keyed by (style, the fix's shape in that style): a variant the ORM style writes differently
+    (repository, storage, sessions) is gated in both styles; the ORM copy of a scenario whose
+    ORM shape was already gated is not gated again.
+    """
+    cfg = config.FactoryConfig(count=DRAFTS, families=[family], seed=5)
+    chosen: dict[tuple[str, str], Bundle] = {}
+    for request in author.plan(cfg):
+        spec = author.TemplateAuthor().draft(request)
+        for name in ("sqlite3", "sqlalchemy"):
+            bundle = compiler.compile_bundle(styles.restyled(spec, name))
+            chosen.setdefault((name, diversity.fix_shape(bundle)), bundle)
+    return list(chosen.values())
+
+
 @pytest.mark.parametrize("family", VARIED)
 def test_family_draws_at_least_five_fix_shapes(family: str) -> None:
     assert len(one_bundle_per_shape(family)) >= 5
 
 
 @pytest.mark.parametrize("family", VARIED)
-async def test_every_fix_shape_passes_every_gate(family: str) -> None:
-    bundles = one_bundle_per_shape(family)
+async def test_every_fix_shape_passes_every_gate_in_both_styles(family: str) -> None:
+    bundles = one_bundle_per_shape_and_style(family)
+    assert {b.hidden.labels["data_access"] for b in bundles} == {"sqlite3", "sqlalchemy"}
     async with LocalBackend(pool_size=2) as backend:
         reports = await gates.gate_many(backend, bundles, workers=2, seed=7)
     for bundle, report in zip(bundles, reports, strict=True):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from a01gym.factory.codetext import indent as _indent
 from a01gym.factory.families.f05_client_input import ActingCheck, acting_check
-from a01gym.factory.families.f14_path_mismatch import LEGACY_PREFIXES
+from a01gym.factory.families.f14_path_mismatch import LEGACY_PREFIXES, PathGuard, path_guard
 from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["CoreModules"]
@@ -39,8 +39,24 @@ class CoreModules(RenderHost):
             '''
         ) + (
             ("\n" + self._acting_check().config if self._acting_check().config else "")
+            + (
+                "\n" + self._path_guard().config
+                if self.fam == "F14" and self._path_guard().config
+                else ""
+            )
             + ("\n" + self.extra.config if self.extra.config else "")
         )
+
+    def _path_guard(self) -> PathGuard:
+        """F14's admin-path matcher: ``/admin`` and every alias prefix not left unguarded."""
+        prefixes = ["/admin"] + [
+            prefix
+            for site, prefix in LEGACY_PREFIXES.items()
+            if self.v.mode(site) not in ("vuln",)
+            and not (self.v.mode(site) == "secure" and site in self.v.removed)
+        ]
+        over_block = any(self.v.mode(s) == "over_block" for s in LEGACY_PREFIXES)
+        return path_guard(self.spec, prefixes, over_block)
 
     def _acting_check(self) -> ActingCheck:
         victim = self.v.hardcode.get("victim_id", "0")
@@ -260,27 +276,5 @@ class CoreModules(RenderHost):
             helper=f"\n\n{check.helper}\n" if check.helper else "",
         )
         if self.fam == "F14":
-            prefixes = ['"/admin"'] + [
-                f'"{prefix}"'
-                for site, prefix in LEGACY_PREFIXES.items()
-                if self.v.mode(site) not in ("vuln",)
-                and not (self.v.mode(site) == "secure" and site in self.v.removed)
-            ]
-            match = (
-                "any(path.startswith(prefix) for prefix in ADMIN_PREFIXES)"
-                if any(self.v.mode(s) == "over_block" for s in LEGACY_PREFIXES)
-                else 'any(path == prefix or path.startswith(prefix + "/") for prefix in ADMIN_PREFIXES)'
-            )
-            text += "\n\n" + self.t(
-                '''
-                ADMIN_PREFIXES = ($prefixes,)
-
-
-                def is_admin_path(path: str) -> bool:
-                    """Paths the admin guard middleware protects."""
-                    return $match
-                ''',
-                prefixes=", ".join(prefixes),
-                match=match,
-            )
+            text += "\n\n" + self._path_guard().security
         return text

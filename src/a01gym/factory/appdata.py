@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms
 from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.families.f07_tenant_lists import UNSCOPED_LIST, list_bug
 from a01gym.factory.families.f08_export_filter import repository_body
 from a01gym.factory.families.f10_path_traversal import download_check
 from a01gym.factory.routes_records import LOADS
@@ -34,7 +35,9 @@ class DataMixin:
     # -- data access -------------------------------------------------------------------------
     def repository(self) -> str:
         list_mode, search_mode = self.v.mode("record.list"), self.v.mode("record.search")
-        if list_mode == "vuln":
+        if list_mode == "vuln" and list_bug(self.spec) == "unscoped":
+            list_body = UNSCOPED_LIST["sqlite3"]
+        elif list_mode == "vuln":
             list_body = """
                 if owner_id is not None:
                     sql, params = "SELECT * FROM $ents WHERE owner_id = ?", [owner_id]

@@ -10,6 +10,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.families.f06_mass_assignment import dump_call
 from a01gym.factory.families.f08_export_filter import handler_rows
 from a01gym.factory.families.f09_response_model import view
 from a01gym.factory.families.f10_path_traversal import download_check
@@ -173,9 +174,15 @@ class ReportRoutes(RenderHost):
                         connection: sqlite3.Connection = Depends(db.get_db),
                     ) -> dict[str, Any]:
                         users = repository.UserRepository(connection)
-                        users.update(user.id, body.model_dump(exclude_unset=True))
+                        users.update(user.id, $dump)
                         return users.get(user.id) or {}
                     """,
+                    dump=dump_call(
+                        self.spec,
+                        self.v.mode("profile.update"),
+                        "ProfileUpdate",
+                        "exclude_unset=True",
+                    ),
                     model="models.UserPublic"
                     if self.v.mode("profile.update") == "response_only"
                     else "models.UserPrivate",

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from a01gym.factory import author, compiler, config, mutator, styles
+from a01gym.factory.families import f08_export_filter
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.factory.styles.orm_rewrite import StyleError, sessions
 
@@ -96,17 +97,39 @@ def test_orm_repository_loader_bug_is_a_bare_session_get(spec_for: Any) -> None:
     ]
 
 
+def _f08_spec(spec_for: Any, drawn: str) -> ScenarioSpec:
+    """The first ORM-style F08 spec (export site only) whose filter style is ``drawn``."""
+    for index in range(30):
+        spec = spec_for("F08", index)
+        if f08_export_filter.style(spec) == drawn:
+            bug = spec.bug.model_copy(update={"sites": ["record.export"]})
+            traps = [t for t in spec.traps if t != "fix_one_sibling"]
+            return _orm(spec.model_copy(update={"bug": bug, "traps": traps}))
+    raise AssertionError(f"no F08 spec draws {drawn} in 30")
+
+
 def test_orm_export_bug_selects_every_row(spec_for: Any) -> None:
-    spec = spec_for("F08")
-    spec = _orm(
-        spec.model_copy(update={"bug": spec.bug.model_copy(update={"sites": ["record.export"]})})
-    )
+    spec = _f08_spec(spec_for, "sql_scope")
     cls = "".join(part.capitalize() for part in spec.domain.entity.name.split("_"))
     removed, added = _fix_lines(spec, "app/repository.py")
     assert removed == [f"return self._all(select({cls}).order_by({cls}.id))"]
     assert added == [
         f"return self._all(select({cls}).where(policy.read_scope(user)).order_by({cls}.id))"
     ]
+
+
+def test_orm_export_takes_the_drawn_filter_style(spec_for: Any) -> None:
+    """F08's python and handler filters are the same edits in both styles (issue 13)."""
+    spec = _f08_spec(spec_for, "python_filter")
+    cls = "".join(part.capitalize() for part in spec.domain.entity.name.split("_"))
+    removed, added = _fix_lines(spec, "app/repository.py")
+    every_row = f"self._all(select({cls}).order_by({cls}.id))"
+    assert removed == [f"return {every_row}"]
+    assert added == [f"return [row for row in {every_row} if policy.can_read(user, row)]"]
+    spec = _f08_spec(spec_for, "handler_filter")
+    fixed = compiler.compile_bundle(spec).hidden.reference_fix.files
+    assert "app/repository.py" not in fixed
+    assert any("policy.can_read(user, record)" in (text or "") for text in fixed.values())
 
 
 _ROUTER = """\

@@ -43,11 +43,13 @@ FAMILY = Family(
 
 
 # -- where an app decides who may act as another user (drawn per scenario) ----------------
-STRUCTURES = ("inline", "predicate", "config_roles", "user_property", "refuse")
+STRUCTURES = ("inline", "predicate", "config_roles", "user_property", "refuse", "authenticated")
 """``inline``: the role test in ``optional_user``'s ``if``; ``predicate``: a
 ``may_act_as`` function; ``config_roles``: a role list in ``config.py``; ``user_property``:
 a ``CurrentUser.can_act_as`` property; ``refuse``: a separate block that answers 403 to
-anyone else who sends the header (missing altogether in the vulnerable app)."""
+anyone else who sends the header (missing altogether in the vulnerable app);
+``authenticated``: an ``ensure_may_act_as`` guard that the vulnerable app has too, but that
+only asks whether the caller signed in, not whether they are an administrator."""
 
 _ALL_ROLES = '("admin", "support", "manager", "user")'
 
@@ -75,6 +77,23 @@ def acting_check(spec: Any, mode: str, victim: str) -> ActingCheck:
         "user_property": "user.can_act_as",
     }.get(structure, "user.is_admin")
     header_role = 'request.headers.get("X-Role", "").lower() == "admin"'
+    if structure == "authenticated":
+        refuse = {
+            "vuln": "acting_as and user is None",
+            "client_trust": f"acting_as and (user is None or not (user.is_admin or {header_role}))",
+            "hardcode": f'acting_as and acting_as.strip() == "{victim}"',
+            "admin_break": "acting_as",
+        }.get(mode, "acting_as and (user is None or not user.is_admin)")
+        helper = (
+            "def ensure_may_act_as(user: CurrentUser | None, acting_as: str | None, request: Request) -> None:\n"
+            '    """Only administrators act as other users (support cases)."""\n'
+            f"    if {refuse}:\n"
+            '        raise HTTPException(status.HTTP_403_FORBIDDEN, "only administrators act as others")'
+        )
+        return ActingCheck(
+            "ensure_may_act_as(user, acting_as, request)\n    if user is not None and acting_as:",
+            helper=helper,
+        )
     if structure == "refuse":
         refuse = {
             "vuln": "",

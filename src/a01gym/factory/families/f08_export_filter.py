@@ -7,7 +7,7 @@ from typing import Any
 from a01gym.factory import checkforms
 from a01gym.factory.families.base import OWASP_A01, Family
 
-__all__ = ["FAMILY", "STYLES", "handler_rows", "repository_body", "style"]
+__all__ = ["FAMILY", "STYLES", "handler_rows", "orm_repository_body", "repository_body", "style"]
 
 FAMILY = Family(
     "F08",
@@ -49,6 +49,23 @@ def repository_body(spec: Any, mode: str) -> str:
         "scope, params = policy.read_scope(user)\n"
         'return self._all(f"SELECT * FROM $ents WHERE {scope} ORDER BY id", params)'
     )
+
+
+_ORM_ALL = "self._all(select($Ent).order_by($Ent.id))"
+
+
+def orm_repository_body(spec: Any, mode: str) -> str:
+    """:func:`repository_body` in the ORM style: ``select()`` over the mapped class."""
+    drawn = style(spec)
+    if mode == "vuln" or (drawn == "handler_filter" and mode == "secure"):
+        return f"return {_ORM_ALL}"
+    if mode == "over_filter":
+        return "return self._all(select($Ent).where($Ent.owner_id == user.id).order_by($Ent.id))"
+    if mode == "deny":
+        return "return []"
+    if drawn == "python_filter":
+        return f"return [row for row in {_ORM_ALL} if policy.can_read(user, row)]"
+    return "return self._all(select($Ent).where(policy.read_scope(user)).order_by($Ent.id))"
 
 
 def handler_rows(spec: Any, mode: str, method: str) -> str:

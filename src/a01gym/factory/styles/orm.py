@@ -191,9 +191,11 @@ def db(r: Any) -> str:
 
 
 def storage(r: Any) -> str:
-    """``app/storage.py``: stored files mirrored to disk, read through the ORM."""
-    return r.t(
-        '''
+    """``app/storage.py``: stored files mirrored to disk, read through the ORM (with the
+    download check's helper when the app puts it in the storage module, F10)."""
+    return (
+        r.t(
+            '''
         """File storage: uploads live in the database and are mirrored to disk on access.
 
         The on-disk mirror also carries ``config/service.env`` for the background worker.
@@ -232,4 +234,6 @@ def storage(r: Any) -> str:
             query = select(Attachment.filename).where(Attachment.owner_id == user_id).order_by(Attachment.filename)
             return list(session.scalars(query))
         '''
+        )
+        + r._download_helper()
     )

@@ -4,7 +4,8 @@
 The same sites and modes as the plain-SQL repository (:mod:`a01gym.factory.appdata`), written the
 way SQLAlchemy 2.0 code is: the vulnerable list is a ``select`` without the policy's ``where``,
 the vulnerable repository loader a bare ``session.get``, the vulnerable export a ``select`` of
-every row; the reference fix adds exactly the missing condition.
+every row; the reference fix adds exactly the missing condition (or the filter over the rows
+that F08's drawn style puts in the repository or the handler).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import textwrap
 from typing import Any
 
 from a01gym.factory.codetext import indent
+from a01gym.factory.families.f07_tenant_lists import UNSCOPED_LIST, list_bug
+from a01gym.factory.families.f08_export_filter import orm_repository_body
 
 __all__ = ["repository"]
 
@@ -49,12 +52,6 @@ _SEARCH = {
     "deny": "query = select($Ent).where(false())",
     "secure": "query = select($Ent).where(policy.read_scope(user), $Ent.$title.like(pattern))",
 }
-_EXPORT = {
-    "vuln": "return self._all(select($Ent).order_by($Ent.id))",
-    "over_filter": "return self._all(select($Ent).where($Ent.owner_id == user.id).order_by($Ent.id))",
-    "deny": "return []",
-    "secure": "return self._all(select($Ent).where(policy.read_scope(user)).order_by($Ent.id))",
-}
 
 
 def _body(r: Any, table: dict[str, str], mode: str, spaces: int) -> str:
@@ -88,7 +85,7 @@ def repository(r: Any) -> str:
     for method, site in (("export_rows", "record.export"), ("digest_rows", "record.digest")):
         exports.append(
             f"    def {method}(self, user: CurrentUser) -> list[Record]:\n"
-            + _body(r, _EXPORT, r.v.mode(site), 8)
+            + indent(r.t(orm_repository_body(r.spec, r.v.mode(site))), 8)
         )
     create_vuln = r.v.mode("record.create") in ("vuln", "response_only")
     list_params = "owner_id: int | None = None, limit: int = 50, offset: int = 0"
@@ -252,7 +249,14 @@ def repository(r: Any) -> str:
         loaders=_loaders(r),
         list_params=list_params,
         sort_param=', sort: str = "oldest"' if sort else "",
-        list_body=_body(r, _LIST, list_mode, 8),
+        list_body=_body(
+            r,
+            {**_LIST, "vuln": UNSCOPED_LIST["sqlalchemy"]}
+            if list_bug(r.spec) == "unscoped"
+            else _LIST,
+            list_mode,
+            8,
+        ),
         order='SORT_ORDERS.get(sort, SORT_ORDERS["oldest"])' if sort else r.t("$Ent.id"),
         search_params=search_params,
         search_body=_body(r, _SEARCH, search_mode, 8),

@@ -235,8 +235,15 @@ def user_from_request(request: Request) -> CurrentUser | None:
 
 
 def security(text: str) -> str:
-    """``security.py`` with its user lookups written as ORM queries."""
-    start, end = text.index("_USER_COLUMNS = "), text.index("def optional_user(")
+    """``security.py`` with its user lookups written as ORM queries.
+
+    The plain-SQL lookups end with ``user_from_request``; what follows it (a family's helper,
+    such as F05's impersonation predicate) is kept as it is.
+    """
+    start = text.index("_USER_COLUMNS = ")
+    lookups_end = re.compile(r"^(?:def |class |@|[A-Z_]+ = )", re.M)
+    after = text.index("def user_from_request(")
+    end = lookups_end.search(text, text.index("\n", after)).start()
     text = text[:start] + _USER_LOOKUPS.lstrip("\n") + text[end:]
     text = sessions(text)
     return _imports(
