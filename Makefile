@@ -50,6 +50,7 @@ bench: train-venv
 	$(BIN)/python bench/sandbox.py --quick --json-out bench/results/sandbox.json
 	$(BIN)/python bench/factory.py --quick --json-out bench/results/factory.json
 	$(BIN)/python bench/runtime.py --quick --json-out bench/results/runtime.json
+	$(BIN)/python bench/reset_cpu.py --json-out bench/results/reset_cpu.json
 	$(BIN)/python bench/scale.py --quick --json-out bench/results/scale.json
 	$(BIN)/python bench/rollouts.py --quick --json-out bench/results/rollouts.json
 	$(BIN)/python bench/learning.py --quick --json-out bench/results/learning.json

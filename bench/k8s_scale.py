@@ -10,8 +10,8 @@ created as fast as ``concurrency`` requests allow, then all deleted. What it rep
   (``apiserver_request_total``, every client: this bench's 2, the kubelet's, the garbage
   collector's, the operator's) over the cycle, per Episode, and the biggest kinds of it;
 * ``scale_operator_cpu_ms_per_episode``: the operator process's user+system CPU over N (and
-  every process of the stack in ``scale_cpu_ms_per_episode_by_process``), and its resident
-  memory with all N Episodes Ready;
+  every process of the stack, this bench's own included, in
+  ``scale_cpu_ms_per_episode_by_process``), and its resident memory with all N Episodes Ready;
 * ``scale_orphans``: sandbox pods still claimed and token Secrets without a pod,
   ``settle_s`` after the cycle; ``scale_double_claims``: pods that more than one Episode
   reported as its own; ``scale_not_ready``: Episodes that never became Ready.
@@ -156,6 +156,7 @@ async def run_scale(
         processes = {
             "operator": stack.operator.pid,
             "kubelet": stack.kubelet.pid if stack.kubelet else 0,
+            "bench": os.getpid(),  # this client: creates, deletes, the Episode watch, polls
             **{name: p.pid for name, p in stack.plane.processes.items()},
         }
         cpu_before = {name: _cpu_s(pid) for name, pid in processes.items()}

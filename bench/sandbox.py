@@ -5,6 +5,10 @@ JSON. Targets (issue "Foundation and sandboxes"): acquire p50 ≤ 30 ms and p99 
 → first successful app response), proxied request p50 ≤ 2 ms, restart after an edit p50 ≤ 60
 ms, ≤ 20 MB USS per sandbox, ≥ 100 sandboxes alive at once.
 
+``--apps fixture,sqlalchemy`` has the sandboxes run those apps in turn: ``fixture`` is the small
+IDOR fixture app, ``sqlite3`` and ``sqlalchemy`` one factory scenario in that data-access style
+(the factory draws both; ``fixture,sqlalchemy`` puts the ORM style in the mix).
+
     python bench/sandbox.py --quick --json-out bench/results/sandbox.json
 """
 
@@ -12,9 +16,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
+import itertools
 import statistics
 import time
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -24,6 +31,8 @@ from a01gym.sandbox.local import LocalBackend, LocalSandbox
 from a01gym.scenario.bundle import Bundle
 
 BUNDLE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "idor_notes"
+
+
 TARGETS = {
     "acquire_ms_p50": ("<=", 30),
     "acquire_ms_p99": ("<=", 100),
@@ -37,6 +46,28 @@ TARGETS = {
 def _percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def _factory_bundle(data_access: str) -> Bundle:
+    """A factory IDOR scenario rendered in the data-access style ``data_access``."""
+    from a01gym.factory import author, compiler, config, styles
+
+    request = author.plan(config.FactoryConfig(count=1, families=["F01"]))[0]
+    spec = author.TemplateAuthor().draft(request)
+    return compiler.compile_bundle(styles.restyled(spec, data_access))  # type: ignore[arg-type]
+
+
+def _bundles(apps: str) -> itertools.cycle[Bundle]:
+    """The apps the sandboxes run, in turn."""
+    known = {"fixture": lambda: Bundle.load(BUNDLE)} | {
+        style: functools.partial(_factory_bundle, style) for style in ("sqlite3", "sqlalchemy")
+    }
+    names = apps.split(",")
+    unknown = sorted(set(names) - set(known))
+    if unknown:
+        raise SystemExit(f"--apps: unknown {unknown}; use a comma list of {sorted(known)}")
+    loaded = {name: known[name]() for name in set(names)}
+    return itertools.cycle([loaded[name] for name in names])
 
 
 async def _settle(backend: LocalBackend) -> None:
@@ -57,10 +88,13 @@ async def _ready(backend: LocalBackend, bundle: Bundle) -> LocalSandbox:
     return sandbox
 
 
-async def _acquire(backend: LocalBackend, bundle: Bundle, rounds: int) -> list[float]:
+async def _acquire(
+    backend: LocalBackend, bundles: itertools.cycle[Bundle], rounds: int
+) -> list[float]:
     samples = []
     for _ in range(rounds):
         await _settle(backend)
+        bundle = next(bundles)
         began = time.perf_counter()
         sandbox = await _ready(backend, bundle)
         samples.append((time.perf_counter() - began) * 1000)
@@ -89,36 +123,37 @@ async def _restarts(sandbox: LocalSandbox, rounds: int) -> list[float]:
     return samples
 
 
-async def _concurrent(backend: LocalBackend, bundle: Bundle, target: int) -> int:
+async def _concurrent(backend: LocalBackend, bundles: itertools.cycle[Bundle], target: int) -> int:
     alive: list[LocalSandbox] = []
     try:
         for _ in range(target):
-            alive.append(await _ready(backend, bundle))
+            alive.append(await _ready(backend, next(bundles)))
         responses = await asyncio.gather(*(_requests(s, 1) for s in alive), return_exceptions=True)
         return sum(not isinstance(r, BaseException) for r in responses)
     finally:
         await asyncio.gather(*(backend.release(s) for s in alive))
 
 
-async def run(quick: bool) -> dict[str, float]:
-    bundle = Bundle.load(BUNDLE)
+async def run(quick: bool, apps: str = "fixture") -> dict[str, Any]:
+    bundles = _bundles(apps)
+    bundle = next(bundles)
     results: dict[str, float] = {}
     async with LocalBackend(pool_size=4, max_sandboxes=256) as backend:
-        acquire = await _acquire(backend, bundle, 40 if quick else 200)
+        acquire = await _acquire(backend, bundles, 40 if quick else 200)
         results["acquire_ms_p50"] = statistics.median(acquire)
         results["acquire_ms_p99"] = _percentile(acquire, 0.99)
         sandbox = await _ready(backend, bundle)
         results["request_ms_p50"] = statistics.median(await _requests(sandbox, 300))
         results["restart_ms_p50"] = statistics.median(await _restarts(sandbox, 20 if quick else 60))
         await backend.release(sandbox)
-        group = [await _ready(backend, bundle) for _ in range(10)]
+        group = [await _ready(backend, next(bundles)) for _ in range(10)]
         for member in group:
             await _requests(member, 5)
         # USS of every process of the ten sandboxes (supervisor, app zygote, app), per sandbox.
         results["uss_mb_per_sandbox"] = _sandbox_uss(backend, group)
         await asyncio.gather(*(backend.release(s) for s in group))
-        results["max_concurrent"] = await _concurrent(backend, bundle, 100 if quick else 160)
-    return {k: round(v, 2) for k, v in results.items()}
+        results["max_concurrent"] = await _concurrent(backend, bundles, 100 if quick else 160)
+    return {"apps": apps, **{k: round(v, 2) for k, v in results.items()}}
 
 
 def _sandbox_uss(backend: LocalBackend, sandboxes: list[LocalSandbox]) -> float:
@@ -139,9 +174,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer samples (< 60 s)")
     parser.add_argument("--json-out", type=Path, help="also write the JSON here")
+    parser.add_argument(
+        "--apps",
+        default="fixture",
+        help="apps the sandboxes run in turn: fixture, sqlite3, sqlalchemy (comma list)",
+    )
     args = parser.parse_args()
     began = time.perf_counter()
-    metrics = asyncio.run(run(args.quick))
+    metrics = asyncio.run(run(args.quick, args.apps))
     report.emit("sandbox", metrics, TARGETS, quick=args.quick, began=began, json_out=args.json_out)
 
 

@@ -13,6 +13,7 @@ __all__ = [
     "available_memory_mb",
     "default_max_sandboxes",
     "default_max_sessions",
+    "default_pool_max_size",
     "default_start_concurrency",
 ]
 
@@ -46,6 +47,12 @@ def default_max_sessions() -> int:
     """Nine sessions per ten sandboxes: each session holds one sandbox, and the rest serve
     grading (a fresh sandbox per submit), the warm pool and warm spares."""
     return max(8, default_max_sandboxes() * 9 // 10)
+
+
+def default_pool_max_size() -> int:
+    """Half the default sandbox cap: a pool sized for one batch leaves the other half for the
+    sessions that take its sandboxes, grading and warm spares."""
+    return default_max_sandboxes() // 2
 
 
 def default_start_concurrency() -> int:

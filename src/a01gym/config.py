@@ -29,6 +29,7 @@ from pydantic_settings import (
 from a01gym import capacity
 from a01gym.errors import ConfigError
 from a01gym.expert_settings import ExpertSettings
+from a01gym.pool_settings import PoolGrowthSettings
 
 __all__ = [
     "CONFIG_ENV",
@@ -103,6 +104,7 @@ class SandboxSettings(BaseModel):
         "/dev/shm: every app writes SQLite, and fsync on a disk costs ~20 ms per transaction.",
     )
     pool_size: int = Field(4, ge=0, description="Warm sandboxes kept ready for acquire().")
+    pool_growth: PoolGrowthSettings = Field(default_factory=PoolGrowthSettings)
     refill_delay_s: float = Field(
         0.1,
         ge=0,
@@ -278,7 +280,18 @@ class KubernetesBackendSettings(BaseModel):
     )
     ttl_seconds: int = Field(3600, ge=10, le=86400, description="Episode TTL (spec.ttlSeconds).")
     runtime_class_name: str | None = Field(None, description="RuntimeClass, e.g. gvisor.")
-    ready_timeout_s: float = Field(120.0, gt=0, description="How long acquire() waits.")
+    ready_timeout_s: float = Field(
+        120.0, gt=0, description="How long acquire() waits for its Episode, from its turn."
+    )
+    start_concurrency: int = Field(
+        32,
+        ge=1,
+        description="Episodes created and awaited at once; the rest of a burst queue for a "
+        "turn (the operator and kubelets start pods at a bounded rate).",
+    )
+    acquire_timeout_s: float = Field(
+        45.0, gt=0, description="How long a reset may queue for a turn to start an Episode."
+    )
     kubeconfig: Path | None = Field(None, description="Kubeconfig; default: in-cluster/env.")
     name_prefix: str = Field("ep-", description="generateName prefix of created Episodes.")
 
@@ -310,7 +323,7 @@ class OperatorSettings(BaseModel):
         30.0, ge=0, description="Age before an unowned sandbox pod or token Secret is deleted."
     )
     resync_interval_s: float = Field(
-        30.0, gt=0, description="Period of the full re-LIST and the orphan sweep."
+        300.0, gt=0, description="Period of the full re-LIST and the orphan sweep."
     )
     pool_wait_s: float = Field(
         5.0, ge=0, description="How long an Episode waits for its SandboxPool to appear."

@@ -1,10 +1,12 @@
 """Gold gates and builds in real local sandboxes (no mocks).
 
-For every family of the catalog (all 20) a single-site and a multi-site template scenario must
-pass all gates: the vulnerable app is exploitable by every hidden exploit and passes
-regression, the reference fix resolves it, and no trap does (fix-one-sibling included). A
-bundle with a trap equal to its fix must be rejected with that reason. Slow tests build whole
-caches (reproducibility with one candidate per family, interrupted builds).
+For every family of the catalog (all 20), in both data-access styles (raw ``sqlite3`` and the
+SQLAlchemy ORM), a single-site and a multi-site template scenario must pass all gates (G1-G5):
+the vulnerable app is exploitable by every hidden exploit and passes regression, the reference
+fix resolves it, no trap does (fix-one-sibling included), every run gives the same verdicts in
+re-randomised worlds, and no generic hack pays. A bundle with a trap equal to its fix must be
+rejected with that reason. Slow tests build whole caches (reproducibility with one candidate
+per family, interrupted builds).
 """
 
 from __future__ import annotations
@@ -23,7 +25,16 @@ from pathlib import Path
 
 import pytest
 
-from a01gym.factory import author, compiler, config, families, gates, pipeline
+from a01gym.factory import (
+    author,
+    compiler,
+    config,
+    determinism,
+    families,
+    gates,
+    pipeline,
+    styles,
+)
 from a01gym.factory.cache import ScenarioCache
 from a01gym.sandbox.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
@@ -36,13 +47,22 @@ def _bundle(family: str, index: int = 0) -> Bundle:
     return compiler.compile_bundle(author.TemplateAuthor().draft(author.plan(cfg)[index]))
 
 
-def _multi_site_bundle(family: str) -> Bundle:
-    """The first template scenario of ``family`` with two or more sites."""
+def _styled_bundle(family: str, data_access: styles.DataAccess) -> Bundle:
+    """The first template scenario of ``family``, rendered in the style ``data_access``."""
+    cfg = config.FactoryConfig(count=1, families=[family])
+    spec = author.TemplateAuthor().draft(author.plan(cfg)[0])
+    return compiler.compile_bundle(styles.restyled(spec, data_access))
+
+
+def _multi_site_bundle(family: str, data_access: styles.DataAccess | None = None) -> Bundle:
+    """The first template scenario of ``family`` with two or more sites (in ``data_access``)."""
     cfg = config.FactoryConfig(count=12, families=[family])
     for request in author.plan(cfg):
         spec = author.TemplateAuthor().draft(request)
         if len(spec.bug.sites) > 1:
-            return compiler.compile_bundle(spec)
+            return compiler.compile_bundle(
+                styles.restyled(spec, data_access or spec.knobs.data_access)
+            )
     raise AssertionError(f"no multi-site template scenario of {family} in 12 drafts")
 
 
@@ -50,17 +70,22 @@ def test_the_catalog_has_all_twenty_families() -> None:
     assert sorted(families.FAMILIES) == [f"F{n:02d}" for n in range(1, 21)]
 
 
+@pytest.mark.parametrize("data_access", ["sqlite3", "sqlalchemy"])
 @pytest.mark.parametrize("family", sorted(families.FAMILIES))
-async def test_family_scenario_passes_every_gate(family: str) -> None:
-    await _passes_every_gate(_bundle(family))
+async def test_family_scenario_passes_every_gate(family: str, data_access: str) -> None:
+    bundle = _styled_bundle(family, data_access)  # type: ignore[arg-type]
+    assert bundle.hidden.labels["data_access"] == data_access
+    await _passes_every_gate(bundle)
 
 
+@pytest.mark.parametrize("data_access", ["sqlite3", "sqlalchemy"])
 @pytest.mark.parametrize(
     "family", [f for f in sorted(families.FAMILIES) if len(families.FAMILIES[f].sites) > 1]
 )
-async def test_multi_site_family_scenario_passes_every_gate(family: str) -> None:
-    bundle = _multi_site_bundle(family)
+async def test_multi_site_family_scenario_passes_every_gate(family: str, data_access: str) -> None:
+    bundle = _multi_site_bundle(family, data_access)  # type: ignore[arg-type]
     assert "fix_one_sibling" in bundle.hidden.traps
+    assert bundle.hidden.labels["data_access"] == data_access
     await _passes_every_gate(bundle)
 
 
@@ -81,6 +106,8 @@ async def _passes_every_gate(bundle: Bundle) -> None:
         assert not trap.resolved and trap.score <= PARTIAL_CREDIT, trap.name
     assert len({run.seed for run in report.runs}) == len(report.runs)
     assert bundle.manifest.visible_seed not in {run.seed for run in report.runs}
+    assert all(len(run.world_verdicts) == determinism.WORLDS for run in report.runs)  # G4 ran
+    assert report.probes and not any(p.pays for p in report.probes)  # G5 ran, no hack paid
 
 
 def _visible_reproduction_bundle(family: str) -> Bundle:

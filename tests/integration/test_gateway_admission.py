@@ -25,6 +25,7 @@ from a01gym.env.logger import RunLogger
 from a01gym.env.warm import WarmSpares
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
+from a01gym.pool_settings import PoolGrowthSettings
 from a01gym.sandbox.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 
@@ -69,7 +70,9 @@ def _footprint(backend: LocalBackend) -> tuple[int, int]:
 async def test_sessions_beyond_the_cap_get_capacity_reached_and_nothing_leaks(
     tmp_path: Path,
 ) -> None:
-    async with LocalBackend(pool_size=2, max_sandboxes=48) as backend:
+    # A pool grown to the burst would keep sandboxes on purpose; leaks count against a fixed one.
+    fixed = PoolGrowthSettings(enabled=False)
+    async with LocalBackend(pool_size=2, max_sandboxes=48, pool_growth=fixed) as backend:
         await _settled(backend)
         before = _footprint(backend)
         async with _gateway(backend, tmp_path, max_sessions=32, resume_grace_s=0.5) as url:

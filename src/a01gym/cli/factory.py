@@ -295,7 +295,9 @@ def stats(
         if as_json:
             _emit_json(report.model_dump())
             return
-        table = Table(title=f"{report.scenarios} scenarios, {report.file_layouts} file layouts")
+        styles = ", ".join(f"{n} {style}" for style, n in report.styles.items())
+        title = f"{report.scenarios} scenarios ({styles}), {report.file_layouts} file layouts"
+        table = Table(title=title)
         for column in ("family", "scenarios", "fix shapes", "fixed-file sets", "commonest"):
             table.add_column(column)
         for family, row in report.families.items():

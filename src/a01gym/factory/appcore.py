@@ -9,7 +9,9 @@ with their own tables and settings add them through their ``app`` hook (``extra_
 
 from __future__ import annotations
 
-from a01gym.factory.families.f14_path_mismatch import LEGACY_PREFIXES
+from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.families.f05_client_input import ActingCheck, acting_check
+from a01gym.factory.families.f14_path_mismatch import LEGACY_PREFIXES, PathGuard, path_guard
 from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["CoreModules"]
@@ -35,7 +37,30 @@ class CoreModules(RenderHost):
             PAGE_SIZE = 50
             IMPERSONATION_HEADER = "X-Act-As"
             '''
-        ) + ("\n" + self.extra.config if self.extra.config else "")
+        ) + (
+            ("\n" + self._acting_check().config if self._acting_check().config else "")
+            + (
+                "\n" + self._path_guard().config
+                if self.fam == "F14" and self._path_guard().config
+                else ""
+            )
+            + ("\n" + self.extra.config if self.extra.config else "")
+        )
+
+    def _path_guard(self) -> PathGuard:
+        """F14's admin-path matcher: ``/admin`` and every alias prefix not left unguarded."""
+        prefixes = ["/admin"] + [
+            prefix
+            for site, prefix in LEGACY_PREFIXES.items()
+            if self.v.mode(site) not in ("vuln",)
+            and not (self.v.mode(site) == "secure" and site in self.v.removed)
+        ]
+        over_block = any(self.v.mode(s) == "over_block" for s in LEGACY_PREFIXES)
+        return path_guard(self.spec, prefixes, over_block)
+
+    def _acting_check(self) -> ActingCheck:
+        victim = self.v.hardcode.get("victim_id", "0")
+        return acting_check(self.spec, self.v.mode("auth.impersonate"), victim)
 
     def db(self) -> str:
         return self.t(
@@ -129,22 +154,8 @@ class CoreModules(RenderHost):
         )
 
     def security(self) -> str:
-        mode = self.v.mode("auth.impersonate")
-        if mode == "vuln":
-            acting = "if user is not None and acting_as:"
-        elif mode == "client_trust":
-            acting = (
-                "if user is not None and acting_as and (\n"
-                '        user.is_admin or request.headers.get("X-Role", "").lower() == "admin"\n'
-                "    ):"
-            )
-        elif mode == "hardcode":
-            victim = self.v.hardcode.get("victim_id", "0")
-            acting = f'if user is not None and acting_as and acting_as.strip() != "{victim}":'
-        elif mode == "admin_break":
-            acting = "if False and acting_as:"
-        else:
-            acting = "if user is not None and acting_as and user.is_admin:"
+        check = self._acting_check()
+        acting = check.acting
         text = self.t(
             '''
             """Authentication (bearer session tokens) and role checks shared by every router."""
@@ -170,7 +181,7 @@ class CoreModules(RenderHost):
 
                 @property
                 def is_admin(self) -> bool:
-                    return self.role == "admin"
+                    return self.role == "admin"$property
 
 
             _USER_COLUMNS = "u.id, u.tenant_id, u.username, u.role"
@@ -210,7 +221,7 @@ class CoreModules(RenderHost):
                     return user_for_token(connection, token)
                 finally:
                     connection.close()
-
+            $helper
 
             def optional_user(
                 request: Request, connection: sqlite3.Connection = Depends(db.get_db)
@@ -261,29 +272,9 @@ class CoreModules(RenderHost):
                 return wrapper
             ''',
             acting=acting,
+            property=_indent("\n" + check.property, 4) if check.property else "",
+            helper=f"\n\n{check.helper}\n" if check.helper else "",
         )
         if self.fam == "F14":
-            prefixes = ['"/admin"'] + [
-                f'"{prefix}"'
-                for site, prefix in LEGACY_PREFIXES.items()
-                if self.v.mode(site) not in ("vuln",)
-                and not (self.v.mode(site) == "secure" and site in self.v.removed)
-            ]
-            match = (
-                "any(path.startswith(prefix) for prefix in ADMIN_PREFIXES)"
-                if any(self.v.mode(s) == "over_block" for s in LEGACY_PREFIXES)
-                else 'any(path == prefix or path.startswith(prefix + "/") for prefix in ADMIN_PREFIXES)'
-            )
-            text += "\n\n" + self.t(
-                '''
-                ADMIN_PREFIXES = ($prefixes,)
-
-
-                def is_admin_path(path: str) -> bool:
-                    """Paths the admin guard middleware protects."""
-                    return $match
-                ''',
-                prefixes=", ".join(prefixes),
-                match=match,
-            )
+            text += "\n\n" + self._path_guard().security
         return text

@@ -10,7 +10,12 @@ from __future__ import annotations
 import textwrap
 from typing import TYPE_CHECKING, Any
 
+from a01gym.factory import checkforms
 from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.families.f07_tenant_lists import UNSCOPED_LIST, list_bug
+from a01gym.factory.families.f08_export_filter import repository_body
+from a01gym.factory.families.f10_path_traversal import download_check
+from a01gym.factory.routes_records import LOADS
 
 __all__ = ["DataMixin"]
 
@@ -30,7 +35,9 @@ class DataMixin:
     # -- data access -------------------------------------------------------------------------
     def repository(self) -> str:
         list_mode, search_mode = self.v.mode("record.list"), self.v.mode("record.search")
-        if list_mode == "vuln":
+        if list_mode == "vuln" and list_bug(self.spec) == "unscoped":
+            list_body = UNSCOPED_LIST["sqlite3"]
+        elif list_mode == "vuln":
             list_body = """
                 if owner_id is not None:
                     sql, params = "SELECT * FROM $ents WHERE owner_id = ?", [owner_id]
@@ -114,17 +121,7 @@ class DataMixin:
         }
         export_methods = []
         for method, mode in exports.items():
-            if mode == "vuln":
-                body = 'return self._all("SELECT * FROM $ents ORDER BY id", [])'
-            elif mode == "over_filter":
-                body = 'return self._all("SELECT * FROM $ents WHERE owner_id = ? ORDER BY id", [user.id])'
-            elif mode == "deny":
-                body = "return []"
-            else:
-                body = (
-                    "scope, params = policy.read_scope(user)\n"
-                    'return self._all(f"SELECT * FROM $ents WHERE {scope} ORDER BY id", params)'
-                )
+            body = repository_body(self.spec, mode)
             export_methods.append(
                 f"    def {method}(self, user: CurrentUser) -> list[Record]:\n"
                 + _indent(self.t(body), 8)
@@ -333,12 +330,24 @@ class DataMixin:
         checks = {"read": "can_read", "print": "can_read", "update": "can_modify"}
         checks |= {"archive": "can_modify", "delete": "can_delete"}
         functions = []
+        split = checkforms.draw(self.spec, "record.load", LOADS) == "split"
         for site, verb, _ in self._record_sites():
             condition = (
                 "${ent} is None"
                 if self.v.mode(site) == "vuln"
                 else f"${{ent}} is None or not policy.{checks[verb]}(user, ${{ent}})"
             )
+            refuse = (
+                f"if {condition}:\n"
+                '        raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")'
+            )
+            if split and condition != "${ent} is None":
+                refuse = (
+                    "if ${ent} is None:\n"
+                    '        raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")\n'
+                    f"    if not policy.{checks[verb]}(user, ${{ent}}):\n"
+                    '        raise HTTPException(status.HTTP_403_FORBIDDEN, "not allowed")'
+                )
             functions.append(
                 self.t(
                     f"""
@@ -346,10 +355,10 @@ class DataMixin:
                         connection: sqlite3.Connection, user: CurrentUser, ${{ent}}_id: int
                     ) -> Record:
                         ${{ent}} = repository.${{Ent}}Repository(connection).get(${{ent}}_id)
-                        if {condition}:
-                            raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")
+                        $refuse
                         return ${{ent}}
-                    """
+                    """,
+                    refuse=self.t(refuse),
                 )
             )
         return (
@@ -371,8 +380,9 @@ class DataMixin:
         )
 
     def storage(self) -> str:
-        return self.t(
-            '''
+        return (
+            self.t(
+                '''
             """File storage: uploads live in the database and are mirrored to disk on access.
 
             The on-disk mirror also carries ``config/service.env`` for the background worker.
@@ -410,4 +420,13 @@ class DataMixin:
                 )
                 return [row["filename"] for row in rows.fetchall()]
             '''
+            )
+            + self._download_helper()
         )
+
+    def _download_helper(self) -> str:
+        """The storage module's part of the download check, when the app puts it there."""
+        if "files.download" in self.v.removed:
+            return ""
+        helper = download_check(self.spec, self.v.mode("files.download")).storage
+        return f"\n\n\n{helper}" if helper else ""

@@ -24,9 +24,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from a01gym.factory import appcore, appdata, apppolicy, approutes, families
+from a01gym.factory import appcore, appdata, apppolicy, approutes, families, styles
 from a01gym.factory.codetext import block as _block
 from a01gym.factory.families import FamilyApp
+from a01gym.factory.families.f17_forced_browsing import guard as debug_guard
 from a01gym.factory.spec import ScenarioSpec
 
 __all__ = ["ENTRYPOINT", "LEGACY_PREFIXES", "RenderedApp", "Variant", "render_app"]
@@ -95,6 +96,7 @@ class _Renderer(
         self.distance = spec.knobs.distance
         hook = families.family(self.fam).app
         self.extra = hook(self) if hook is not None else FamilyApp()
+        self.style = styles.style(spec.knobs.data_access)
 
     def t(self, template: str, **extra: object) -> str:
         return _block(template, **{**self.names, **extra})
@@ -126,6 +128,7 @@ class _Renderer(
         if self.distance == "service":
             files["app/services.py"] = self.services()
         files["app/main.py"] = self.main()
+        files = self.style.finish(self, files)
         files = {
             path: "\n".join(line.rstrip() for line in text.rstrip().splitlines()) + "\n"
             for path, text in files.items()
@@ -200,20 +203,30 @@ class _Renderer(
                 if site not in self.v.removed:
                     includes.append(f'app.include_router(admin.router, prefix="{prefix}")')
         includes.append("app.include_router(tenant.router)")
-        includes.append("app.include_router(internal.router)")
+        mounted = (
+            debug_guard(self.spec) == "mount"
+            and self.v.mode("debug.config") == "secure"
+            and "debug.config" not in self.v.removed
+        )
+        includes.append(
+            "app.include_router(internal.router, dependencies=[Depends(security.require_admin)])"
+            if mounted
+            else "app.include_router(internal.router)"
+        )
         includes += [f"app.include_router({name}.router)" for name in self.extra.routers]
         needs_mw = bool(middleware)
+        fastapi = "Depends, FastAPI" if mounted else "FastAPI"
         imports = (
             "from collections.abc import Awaitable, Callable\n\n"
-            "from fastapi import FastAPI, Request, Response\n"
+            f"from fastapi import {fastapi}, Request, Response\n"
             "from fastapi.responses import JSONResponse\n"
             if needs_mw
-            else "from fastapi import FastAPI\n"
+            else f"from fastapi import {fastapi}\n"
         )
         imports += "".join(line + "\n" for line in self.extra.main_imports)
         middleware = [*self.extra.main_setup, *middleware]
         routers = sorted([*_ROUTERS, *self.extra.routers])
-        app_modules = "db, security" if needs_mw else "db"
+        app_modules = "db, security" if needs_mw or mounted else "db"
         if "config." in "".join(self.extra.main_setup):
             app_modules = "config, " + app_modules
         return self.t(

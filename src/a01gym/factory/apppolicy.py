@@ -8,6 +8,7 @@ where the mass-assignment and response-model sites live.
 
 from __future__ import annotations
 
+from a01gym.factory.families.f06_mass_assignment import model_config
 from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["PolicyModules"]
@@ -123,19 +124,12 @@ class PolicyModules(RenderHost):
         )
 
     def models(self) -> str:
-        profile_extra = self.v.mode("profile.update") in ("vuln", "response_only")
-        create_extra = self.v.mode("record.create") in ("vuln", "response_only")
         forbid = "forbid_extra" in (self.v.mode("profile.update"), self.v.mode("record.create"))
+        create_config = model_config(self.spec, self.v.mode("record.create"), forbid)
+        profile_config = model_config(self.spec, self.v.mode("profile.update"), forbid)
         trimmed = self.v.mode("profile.view") == "over_filter" or self.v.mode("team.list") == (
             "over_filter"
         )
-
-        def config_line(extra: bool, forbid_here: bool) -> str:
-            if extra:
-                return '    model_config = ConfigDict(extra="allow")\n\n'
-            if forbid_here:
-                return '    model_config = ConfigDict(extra="forbid")\n\n'
-            return ""
 
         visibility = '"private", "team"' if self.f.shared else '"private"'
         private_fields = (
@@ -223,9 +217,9 @@ class PolicyModules(RenderHost):
             ''',
             visibility=visibility,
             pydantic_names="BaseModel, ConfigDict, Field"
-            if profile_extra or create_extra or forbid
+            if create_config or profile_config
             else "BaseModel, Field",
-            create_config=config_line(create_extra, forbid),
-            profile_config=config_line(profile_extra, forbid),
+            create_config=create_config,
+            profile_config=profile_config,
             private_fields=private_fields.rstrip("\n"),
         )

@@ -14,7 +14,7 @@ import random
 from typing import Literal, Protocol, runtime_checkable
 
 from a01gym.errors import ScenarioError
-from a01gym.factory import domains, families
+from a01gym.factory import domains, families, styles
 from a01gym.factory.config import FactoryConfig
 from a01gym.factory.spec import (
     DECOY_KINDS,
@@ -202,5 +202,10 @@ class TemplateAuthor:
             bug=BugTarget(family=fam.id, cwe=fam.cwe, sites=sites),
             decoys=sorted(rng.sample(DECOY_KINDS, decoys)),
             traps=select_traps(applicable_traps(fam.id, sites, features), rng),
-            knobs=Knobs(distance=distance, indirection=indirection, hint_level=hint),
+            knobs=Knobs(
+                distance=distance,
+                indirection=indirection,
+                hint_level=hint,
+                data_access=styles.draw(request.seed),
+            ),
         )

@@ -229,6 +229,7 @@ def compile_bundle(spec: ScenarioSpec, mutation: Mutation | None = None) -> Bund
             "sites": ",".join(spec.bug.sites),
             "distance": spec.knobs.distance,
             "indirection": spec.knobs.indirection,
+            "data_access": spec.knobs.data_access,
             "hint_level": str(spec.knobs.hint_level),
             "decoys": ",".join(spec.decoys),
             "difficulty": spec.difficulty_band(),

@@ -88,6 +88,7 @@ class FamilyDiversity(BaseModel):
     fix_shapes: int = Field(description="Distinct reference-fix shapes.")
     fix_file_sets: int = Field(description="Distinct sets of files the reference fix touches.")
     top_fix_files: list[str] = Field(description="The most common set of fixed files.")
+    styles: int = Field(1, description="Distinct data-access styles (sqlite3, sqlalchemy).")
 
 
 class DiversityReport(BaseModel):
@@ -96,6 +97,9 @@ class DiversityReport(BaseModel):
     scenarios: int
     file_layouts: int = Field(description="Distinct sets of workspace paths.")
     fix_shapes_min: int = Field(description="Fewest fix shapes of any family.")
+    styles: dict[str, int] = Field(
+        default_factory=dict, description="Scenarios per data-access style."
+    )
     families: dict[str, FamilyDiversity]
 
 
@@ -112,9 +116,11 @@ def measure(bundles: Iterable[Bundle]) -> DiversityReport:
         collections.Counter
     )
     counts: collections.Counter[str] = collections.Counter()
+    styles: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
     for bundle in bundles:
         family = bundle.hidden.labels.get("family", "?")
         counts[family] += 1
+        styles[family][bundle.hidden.labels.get("data_access", "sqlite3")] += 1
         layouts.add(file_layout(bundle))
         shapes[family].add(fix_shape(bundle))
         file_sets[family][tuple(sorted(bundle.hidden.reference_fix.files))] += 1
@@ -124,6 +130,7 @@ def measure(bundles: Iterable[Bundle]) -> DiversityReport:
             fix_shapes=len(shapes[family]),
             fix_file_sets=len(file_sets[family]),
             top_fix_files=list(min(file_sets[family].items(), key=_commonest)[0]),
+            styles=len(styles[family]),
         )
         for family in sorted(counts)
     }
@@ -131,5 +138,6 @@ def measure(bundles: Iterable[Bundle]) -> DiversityReport:
         scenarios=sum(counts.values()),
         file_layouts=len(layouts),
         fix_shapes_min=min((f.fix_shapes for f in families.values()), default=0),
+        styles=dict(sorted(sum(styles.values(), collections.Counter()).items())),
         families=families,
     )

@@ -25,7 +25,7 @@ from typing import Any
 import openai
 from pydantic import ValidationError
 
-from a01gym.factory import domains, families
+from a01gym.factory import domains, families, styles
 from a01gym.factory.author import AuthorError, DraftRequest
 from a01gym.factory.config import LLMConfig
 from a01gym.factory.spec import DECOY_KINDS, PolicyFeatures, ScenarioSpec, canonical_policy
@@ -187,7 +187,7 @@ class LLMAuthor:
                 problem = str(exc)
             else:
                 logger.debug("LLM draft %d valid after %d attempt(s)", request.index, attempt)
-                return spec
+                return styles.restyled(spec, styles.draw(request.seed))  # the code style is ours
             logger.info("LLM draft %d attempt %d rejected: %s", request.index, attempt, problem)
             messages.append(
                 {

@@ -211,7 +211,11 @@ async def build(
             if backend is None:
                 from a01gym.sandbox.local import LocalBackend
 
-                async with LocalBackend(pool_size=config.gates.workers + 2) as local:
+                # No standby warm-ups: they trade CPU for acquire latency, and a build is
+                # bound by CPU, not by how fast one sandbox is acquired.
+                async with LocalBackend(
+                    pool_size=config.gates.workers + 2, warm_standby=False
+                ) as local:
                     await gates.gate_many(
                         local,
                         bundles,

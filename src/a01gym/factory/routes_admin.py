@@ -8,7 +8,9 @@ tenant settings route.
 
 from __future__ import annotations
 
+from a01gym.factory import checkforms
 from a01gym.factory.families.f14_path_mismatch import LEGACY_PREFIXES
+from a01gym.factory.families.f17_forced_browsing import guard as debug_guard
 from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["AdminRoutes"]
@@ -234,7 +236,15 @@ class AdminRoutes(RenderHost):
         decorator = ""
         user_param = "\n    user: CurrentUser = Depends(security.current_user),"
         inline = ""
-        if mode == "secure":
+        where = debug_guard(self.spec)
+        if mode == "secure" and where == "mount":
+            user_param = ""  # main.py includes this router with the admin dependency
+        elif mode == "secure" and where == "inline":
+            inline = (
+                "    if not user.is_admin:\n"
+                '        raise HTTPException(status.HTTP_403_FORBIDDEN, "administrator role required")\n'
+            )
+        elif mode == "secure":
             if self.indirection == "router":
                 router_deps = ", dependencies=[Depends(security.require_admin)]"
             elif self.indirection == "decorator":
@@ -287,16 +297,41 @@ class AdminRoutes(RenderHost):
         methods = '"GET", "PUT"' if "settings.update" in self.v.removed else '"GET", "PUT", "PATCH"'
         for method in ("GET", "PUT") + (() if "settings.update" in self.v.removed else ("PATCH",)):
             self.route(method, "/tenant/settings")
+        form = checkforms.draw(self.spec, "settings.update")
+        # a dependency runs for every verb, so its condition must name the verbs itself
+        flat = form == "dependency" or (
+            checkforms.draw(self.spec, "settings.update.layout", ("nested", "flat")) == "flat"
+        )
         if mode == "vuln":
-            guard = 'if request.method == "PUT" and not user.is_admin:'
+            refuse = 'request.method == "PUT" and not user.is_admin'
         elif mode == "client_trust":
-            guard = 'if not user.is_admin and request.headers.get("X-Role", "").lower() != "admin":'
+            refuse = 'not user.is_admin and request.headers.get("X-Role", "").lower() != "admin"'
         elif mode == "hardcode":
-            guard = f'if user.username != "{self.v.hardcode.get("admin_username", "admin")}":'
+            refuse = f'user.username != "{self.v.hardcode.get("admin_username", "admin")}"'
         elif mode == "deny":
-            guard = "if True:"
+            refuse = "True"
         else:
-            guard = "if not user.is_admin:"
+            refuse = "not user.is_admin"
+        if flat and mode != "vuln":  # the check runs before the verb switch, so it names the verbs
+            refuse = (
+                'request.method != "GET"'
+                if refuse == "True"
+                else f'request.method != "GET" and {refuse}'
+            )
+        guard = checkforms.Guard(
+            form,
+            {"predicate": "_settings_write_refused", "dependency": "settings_user"}.get(
+                form, "_ensure_may_write_settings"
+            ),
+            "request: Request, user: CurrentUser",
+            "request, user",
+            "HTTP_403_FORBIDDEN",
+            "administrator role required",
+            "Only administrators change the settings; members read them.",
+            "request: Request, user: CurrentUser = Depends(security.current_user)",
+        )
+        helper = guard.helper(refuse)
+        check = guard.check(refuse, 4 if flat else 8)
         return self.t(
             '''
             """The caller's $tenant_noun settings: members read them, administrators change them."""
@@ -311,18 +346,16 @@ class AdminRoutes(RenderHost):
             from app.security import CurrentUser
 
             router = APIRouter(prefix="/tenant", tags=["tenant"])
-
+            $helper
 
             @router.api_route("/settings", methods=[$methods], response_model=models.TenantSettings)
             async def tenant_settings(
                 request: Request,
-                user: CurrentUser = Depends(security.current_user),
+                user: CurrentUser = Depends($user_dependency),
                 connection: sqlite3.Connection = Depends(db.get_db),
             ) -> dict[str, Any]:
-                if request.method != "GET":
-                    $guard
-                        raise HTTPException(status.HTTP_403_FORBIDDEN, "administrator role required")
-                    try:
+                ${flat_check}if request.method != "GET":
+                    ${nested_check}try:
                         body = models.TenantSettingsUpdate.model_validate(await request.json())
                     except (ValueError, ValidationError) as exc:
                         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
@@ -333,5 +366,8 @@ class AdminRoutes(RenderHost):
                 return repository.tenant_settings(connection, user.tenant_id)
             ''',
             methods=methods,
-            guard=guard,
+            helper=f"\n\n{helper}\n" if helper else "",
+            user_dependency=guard.user_dependency("security.current_user"),
+            flat_check=f"{check}\n    " if flat and check else "",
+            nested_check=f"{check}\n        " if check and not flat else "",
         )

@@ -11,10 +11,16 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from a01gym.factory import checkforms
 from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.families.f06_mass_assignment import dump_call
 from a01gym.factory.renderhost import RenderHost
 
-__all__ = ["RecordRoutes"]
+__all__ = ["LOADS", "RecordRoutes"]
+
+LOADS = ("combined", "split")
+"""How a handler refuses a record the caller may not touch: one ``if`` for missing or
+forbidden (404), or a second ``if`` for forbidden (403)."""
 
 
 class RecordRoutes(RenderHost):
@@ -130,12 +136,50 @@ class RecordRoutes(RenderHost):
             )
         else:
             condition = f"$ent is None or not policy.{check}(user, $ent)"
+        guard = self._write_guard(verb) if write else None
+        if guard is not None:
+            self._record_helpers.append(self.t(guard.helper(condition)))
+            return self.t(f"{get}\n{guard.check(condition)}")
+        if (
+            condition != "$ent is None"
+            and checkforms.draw(self.spec, "record.load", LOADS) == "split"
+        ):
+            refuse = condition.removeprefix("$ent is None or ")
+            return self.t(
+                f"""
+                {get}
+                if $ent is None:
+                    raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")
+                if {refuse}:
+                    raise HTTPException(status.HTTP_403_FORBIDDEN, "not allowed")
+                """
+            )
         return self.t(
             f"""
             {get}
             if {condition}:
                 raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")
             """
+        )
+
+    def _write_guard(self, verb: str) -> checkforms.Guard | None:
+        """F02's write check as a module-level predicate or raiser, when its app draws one
+        (``None``: the check stays inline in the handler)."""
+        if self.fam != "F02":
+            return None
+        form = checkforms.draw(self.spec, "record.write", checkforms.PLAIN_FORMS)
+        if form == "inline":
+            return None
+        return checkforms.Guard(
+            form,
+            f"_refuse_{verb}" if form == "predicate" else f"_ensure_may_{verb}",
+            self.t("user: CurrentUser, $ent: dict[str, Any] | None"),
+            self.t("user, $ent"),
+            "HTTP_404_NOT_FOUND",
+            self.t("$label not found"),
+            f"Whether to refuse the caller this {verb} (a missing record too)."
+            if form == "predicate"
+            else f"Refuse (404) a caller who may not {verb} the record.",
         )
 
     def _after_write(self, site: str, check: str) -> str:
@@ -154,6 +198,7 @@ class RecordRoutes(RenderHost):
     def records_router(self) -> str:
         url = str(self.names["url"])
         out: list[str] = []
+        self._record_helpers: list[str] = []
         list_trust = self.v.mode("record.list") == "client_trust"
         search_trust = self.v.mode("record.search") == "client_trust"
         sort = "sort_column" in self.spec.decoys
@@ -210,10 +255,11 @@ class RecordRoutes(RenderHost):
                         user: CurrentUser = Depends(security.current_user),
                         connection: sqlite3.Connection = Depends(db.get_db),
                     ) -> dict[str, Any]:
-                        $ent = repository.${Ent}Repository(connection).create(user, body.model_dump())
+                        $ent = repository.${Ent}Repository(connection).create(user, $dump)
                         repository.audit(connection, user, "create", f"$label {$ent['id']}")
                         return $ent
-                    """
+                    """,
+                    dump=dump_call(self.spec, self.v.mode("record.create"), self.t("${Ent}Create")),
                 )
             )
         handlers = [
@@ -330,7 +376,7 @@ class RecordRoutes(RenderHost):
             ''',
             imports=imports,
         )
-        return head + "\n\n\n" + "\n\n\n".join(out)
+        return head + "\n\n\n" + "\n\n\n".join([*self._record_helpers, *out])
 
     def _record_imports(self, body: str) -> str:
         lines = []

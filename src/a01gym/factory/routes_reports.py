@@ -10,6 +10,10 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.families.f06_mass_assignment import dump_call
+from a01gym.factory.families.f08_export_filter import handler_rows
+from a01gym.factory.families.f09_response_model import view
+from a01gym.factory.families.f10_path_traversal import download_check
 from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["ReportRoutes"]
@@ -31,6 +35,7 @@ class ReportRoutes(RenderHost):
         out: list[str] = []
         print_mode = self.v.mode("record.print")
         export_mode = self.v.mode("record.export")
+        digest_mode = self.v.mode("record.digest")
         no_auth = ("vuln",) if self.fam == "F03" else ()
         if "record.export" not in self.v.removed:
             self.route("GET", f"/reports{url}.csv")
@@ -41,7 +46,7 @@ class ReportRoutes(RenderHost):
                 rows = "repository.${Ent}Repository(connection).all_rows()"
             else:
                 signature = "\n    user: CurrentUser = Depends(security.current_user),"
-                rows = "repository.${Ent}Repository(connection).export_rows(user)"
+                rows = handler_rows(self.spec, export_mode, "export_rows")
             out.append(
                 self.t(
                     """
@@ -71,9 +76,10 @@ class ReportRoutes(RenderHost):
                         connection: sqlite3.Connection = Depends(db.get_db),
                     ) -> list[dict[str, Any]]:
                         """Everything the caller may read, newest activity first."""
-                        rows = repository.${Ent}Repository(connection).digest_rows(user)
+                        rows = $rows
                         return sorted(rows, key=lambda row: row["id"], reverse=True)
-                    '''
+                    ''',
+                    rows=self.t(handler_rows(self.spec, digest_mode, "digest_rows")),
                 )
             )
         # the {id} route goes last so it never shadows /digest
@@ -168,22 +174,30 @@ class ReportRoutes(RenderHost):
                         connection: sqlite3.Connection = Depends(db.get_db),
                     ) -> dict[str, Any]:
                         users = repository.UserRepository(connection)
-                        users.update(user.id, body.model_dump(exclude_unset=True))
+                        users.update(user.id, $dump)
                         return users.get(user.id) or {}
                     """,
+                    dump=dump_call(
+                        self.spec,
+                        self.v.mode("profile.update"),
+                        "ProfileUpdate",
+                        "exclude_unset=True",
+                    ),
                     model="models.UserPublic"
                     if self.v.mode("profile.update") == "response_only"
                     else "models.UserPrivate",
                 )
             )
 
-        def view_model(site: str, many: bool) -> str:
-            mode = self.v.mode(site)
-            model = "models.UserPrivate" if mode in ("vuln", "status_only") else "models.UserPublic"
-            model = f"list[{model}]" if many else model
-            extra = ", response_model_exclude_none=True" if mode == "status_only" else ""
-            return f"response_model={model}{extra}"
-
+        profile_model, profile_value = view(
+            self.spec, self.v.mode("profile.view"), False, "profile"
+        )
+        team_model, team_value = view(
+            self.spec,
+            self.v.mode("team.list"),
+            True,
+            "repository.UserRepository(connection).in_tenant(user.tenant_id)",
+        )
         if "profile.view" not in self.v.removed:
             self.route("GET", "/users/{user_id}")
             out.append(
@@ -198,9 +212,10 @@ class ReportRoutes(RenderHost):
                         profile = repository.UserRepository(connection).get(user_id)
                         if profile is None:
                             raise HTTPException(status.HTTP_404_NOT_FOUND, "user not found")
-                        return profile
+                        return $value
                     """,
-                    model=view_model("profile.view", many=False),
+                    model=profile_model,
+                    value=profile_value,
                 )
             )
         if "team.list" not in self.v.removed:
@@ -214,9 +229,10 @@ class ReportRoutes(RenderHost):
                         connection: sqlite3.Connection = Depends(db.get_db),
                     ) -> list[dict[str, Any]]:
                         """Everyone in the caller's $tenant_noun."""
-                        return repository.UserRepository(connection).in_tenant(user.tenant_id)
+                        return $value
                     ''',
-                    model=view_model("team.list", many=True),
+                    model=team_model,
+                    value=team_value,
                 )
             )
         return (
@@ -241,6 +257,7 @@ class ReportRoutes(RenderHost):
 
     def files_router(self) -> str:
         mode = self.v.mode("files.download")
+        check = download_check(self.spec, mode)
         self.route("GET", "/files")
         out = [
             self.t(
@@ -256,36 +273,7 @@ class ReportRoutes(RenderHost):
         ]
         if "files.download" not in self.v.removed:
             self.route("GET", "/files/download")
-            if mode in ("vuln", "strip_once"):
-                strip = '    name = name.replace("../", "")\n' if mode == "strip_once" else ""
-                resolve = strip + self.t(
-                    """
-                    target = base / name
-                    if not target.is_file():
-                        raise HTTPException(status.HTTP_404_NOT_FOUND, "file not found")
-                    """
-                )
-            elif mode == "deny":
-                resolve = '    raise HTTPException(status.HTTP_404_NOT_FOUND, "file not found")'
-            else:
-                guard = (
-                    self.t(
-                        """
-                        if "/" in name or ".." in name:
-                            raise HTTPException(status.HTTP_400_BAD_REQUEST, "invalid file name")
-                        """
-                    )
-                    + "\n"
-                    if mode == "no_slash"
-                    else ""
-                )
-                resolve = guard + self.t(
-                    """
-                    target = (base / name).resolve()
-                    if not target.is_relative_to(base.resolve()) or not target.is_file():
-                        raise HTTPException(status.HTTP_404_NOT_FOUND, "file not found")
-                    """
-                )
+            resolve = check.body
             out.append(
                 self.t(
                     """
@@ -328,7 +316,7 @@ class ReportRoutes(RenderHost):
                 '''
                 """The caller's stored files."""
 
-                import sqlite3
+                ${imports}import sqlite3
                 from pathlib import Path
 
                 from fastapi import APIRouter, Depends, HTTPException, Query, status
@@ -338,8 +326,9 @@ class ReportRoutes(RenderHost):
                 from app.security import CurrentUser
 
                 router = APIRouter(prefix="/files", tags=["files"])
-                '''
+                ''',
+                imports=check.imports,
             )
             + "\n\n\n"
-            + "\n\n\n".join(out)
+            + "\n\n\n".join([check.helper, *out] if check.helper else out)
         )

@@ -249,6 +249,9 @@ class Knobs(_Model):
         "dependency", description="How admin-only routes are guarded."
     )
     hint_level: HintLevel = 1
+    data_access: Literal["sqlite3", "sqlalchemy"] = Field(
+        "sqlite3", description="How the app reaches its database: raw sqlite3 or SQLAlchemy ORM."
+    )
 
 
 class ScenarioSpec(_Model):

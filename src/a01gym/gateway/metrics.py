@@ -58,6 +58,16 @@ class _PoolCollector(Collector):
         gauge.add_metric(["in_use"], stats.in_use)
         gauge.add_metric(["starting"], stats.starting)
         yield gauge
+        if stats.pool_target is not None:
+            pool = GaugeMetricFamily(
+                "a01gym_sandbox_warm_pool_sandboxes",
+                "Empty sandboxes of the warm pool: the size it refills to (pool_size, or the "
+                "recent peak of a burst), and what it holds (idle).",
+                labels=["size"],
+            )
+            pool.add_metric(["target"], stats.pool_target)
+            pool.add_metric(["actual"], stats.idle)
+            yield pool
         yield GaugeMetricFamily(
             "a01gym_sandbox_waiting",
             "acquire() calls and app starts queued for a free sandbox or a start turn.",

@@ -1,11 +1,12 @@
 """Thin kopf handlers, named ``<kind>_<event>``: each hands its event to the reconciler.
 
-Only event handlers and one index are used, never kopf's change-detecting handlers, so
-kopf writes no finalizers, progress annotations or last-handled-configuration into our
-objects: the state lives in ``status`` and in pod labels, where a restarted operator (or a
-human with kubectl) can read it. The pod index exists for its side effect: kopf holds back
-every handler until indexes are populated, so no Episode is reconciled against a half-loaded
-view of the pods.
+Only event handlers are used, never kopf's change-detecting handlers, so kopf writes no
+finalizers, progress annotations or last-handled-configuration into our objects: the state
+lives in ``status`` and in pod labels, where a restarted operator (or a human with kubectl)
+can read it. No Episode is reconciled against a half-loaded view of the pods: the startup
+handler primes the store from a LIST before kopf starts any watch. (A kopf index on pods did
+that job before, at the price of a second store update per pod event: ~5% of the operator's
+CPU in a burst.)
 """
 
 from __future__ import annotations
@@ -30,7 +31,6 @@ __all__ = [
     "operator_probe",
     "operator_startup",
     "pod_event",
-    "pod_index",
     "sandboxpool_event",
 ]
 
@@ -107,11 +107,6 @@ def operator_probe(memo: kopf.Memo, **_: Any) -> dict[str, int]:
     reconciler: Reconciler = memo["reconciler"]
     store = reconciler.store
     return {"pods": len(store.pods), "episodes": len(store.episodes), "pools": len(store.pools)}
-
-
-@kopf.index("v1", "pods", labels=_SANDBOX_PODS)
-async def pod_index(body: kopf.Body, memo: kopf.Memo, **_: Any) -> None:
-    memo["reconciler"].store.put_pod(dict(body))
 
 
 @kopf.on.event("v1", "pods", labels=_SANDBOX_PODS)

@@ -73,25 +73,18 @@ class Reconciler:
     async def stop(self) -> None:
         await cancel_and_wait(*self._tasks, *self._background)
         self._tasks = []
-        await self.episodes.close()
 
     async def resync(self) -> None:
         """Replace the store's view with a fresh LIST (drops objects whose delete we missed)."""
         selector = f"{labels.COMPONENT}={labels.COMPONENT_SANDBOX}"
+        epoch = self.store.begin_resync()
         pods = await self.kube.list(self.sandboxes.pods(), labelSelector=selector)
         episodes = await self.kube.list(self.episodes.path())
         pools = await self.kube.list(self.pools.path())
-        seen = {p["metadata"]["name"] for p in pods["items"]}
-        for name in [n for n in self.store.pods if n not in seen]:
-            self.store.drop_pod(name)
-        for body in pods["items"]:
-            self.store.put_pod(body)
-        for table, listing in ((self.store.episodes, episodes), (self.store.pools, pools)):
-            names = {b["metadata"]["name"] for b in listing["items"]}
-            for name in [n for n in table if n not in names]:
-                del table[name]
-            for body in listing["items"]:
-                self.store.put_object(table, body)
+        self.store.resync_pods(pods)
+        self.store.resync_objects(self.store.episodes, episodes)
+        self.store.resync_objects(self.store.pools, pools)
+        self.store.end_resync(epoch)
         self.sweeper.resynced_at = time.monotonic()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
@@ -114,9 +107,7 @@ class Reconciler:
     async def on_episode(self, event: str | None, body: dict[str, Any]) -> None:
         meta = body["metadata"]
         if event == "DELETED":
-            current = self.store.episodes.get(meta["name"])
-            if current is not None and current["metadata"]["uid"] == meta["uid"]:
-                del self.store.episodes[meta["name"]]
+            self.store.drop_object(self.store.episodes, meta["name"], meta["uid"])
             await self.episodes.deleted(meta["name"], meta["uid"])
             return
         self.store.put_object(self.store.episodes, body)
@@ -125,9 +116,7 @@ class Reconciler:
     async def on_pool(self, event: str | None, body: dict[str, Any]) -> None:
         meta = body["metadata"]
         if event == "DELETED":
-            current = self.store.pools.get(meta["name"])
-            if current is not None and current["metadata"]["uid"] == meta["uid"]:
-                del self.store.pools[meta["name"]]
+            self.store.drop_object(self.store.pools, meta["name"], meta["uid"])
             self.pools.forget(meta["uid"])
         else:
             self.store.put_object(self.store.pools, body)

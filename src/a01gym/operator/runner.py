@@ -8,6 +8,7 @@ us; tests and ``a01gym operator`` share this one entry point.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 
@@ -42,6 +43,7 @@ def run(
     if settings.metrics_port:
         start_http_server(settings.metrics_port, settings.metrics_host)
     memo = kopf.Memo(operator_settings=settings, metrics=metrics)
+    _tune_gc()
     asyncio.run(
         kopf.operator(
             standalone=True,
@@ -53,6 +55,17 @@ def run(
             ready_flag=ready_flag,
         )
     )
+
+
+def _tune_gc() -> None:
+    """Collect garbage less often than CPython's default (every 700 allocations).
+
+    The operator holds every Episode and pod of its namespace as dicts, hundreds of thousands
+    of objects at 10,000 Episodes, and each watch event allocates thousands more: with the
+    default thresholds the cyclic collector took more of the operator's CPU in a burst than
+    any handler. What was imported before the first event is frozen out of its scans."""
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 10)
 
 
 async def _check_isolation(settings: OperatorSettings) -> None:

@@ -3,7 +3,9 @@
 Reads come from here so a claim never has to LIST the pool; writes go to the API server and
 the returned object is folded back in at once, so the next reconcile sees its own write
 before the watch event arrives. Every entry carries its resourceVersion; an older event
-never overwrites a newer write.
+never overwrites a newer write, and an object seen deleted stays deleted (a tombstone): a
+LIST sent before its delete, or a write answered after it, must not bring it back, where the
+sweep would take it for an orphan and delete it again.
 """
 
 from __future__ import annotations
@@ -83,6 +85,11 @@ def _newer(new: str, old: str) -> bool:
     return True
 
 
+def _after(version: str, listed: str) -> bool:
+    """Whether an entry was written after a LIST's snapshot (so the LIST cannot show it)."""
+    return version.isdigit() and listed.isdigit() and int(version) > int(listed)
+
+
 class Store:
     """Pods, Episodes and SandboxPools of one namespace, by name."""
 
@@ -97,10 +104,15 @@ class Store:
         self._by_pool: dict[str, set[str]] = {}
         """Pool name -> names of its pods (idle or claimed): a claim must not scan every
         pod either, which cost ~3 ms a claim with 10,000 pods in the store."""
+        self._gone: dict[str, int] = {}
+        """Tombstones: uid of a pod or object seen deleted -> the resync epoch it was seen in."""
+        self._epoch = 0
 
     # -- pods --------------------------------------------------------------------------------
     def put_pod(self, body: dict[str, Any]) -> PodView:
         view = PodView.from_body(body)
+        if view.uid in self._gone:
+            return view
         old = self.pods.get(view.name)
         if (
             old is None
@@ -117,7 +129,10 @@ class Store:
 
     def drop_pod(self, name: str, uid: str | None = None) -> None:
         old = self.pods.get(name)
+        if uid is not None:
+            self._gone[uid] = self._epoch
         if old is not None and (uid is None or old.uid == uid):
+            self._gone[old.uid] = self._epoch
             self._unindex(old)
             del self.pods[name]
 
@@ -145,6 +160,8 @@ class Store:
     # -- custom objects ----------------------------------------------------------------------
     def put_object(self, table: dict[str, dict[str, Any]], body: dict[str, Any]) -> dict[str, Any]:
         name, rv = body["metadata"]["name"], body["metadata"]["resourceVersion"]
+        if body["metadata"]["uid"] in self._gone:
+            return body
         old = table.get(name)
         if (
             old is None
@@ -153,6 +170,42 @@ class Store:
         ):
             table[name] = body
         return table[name]
+
+    def drop_object(self, table: dict[str, dict[str, Any]], name: str, uid: str) -> None:
+        self._gone[uid] = self._epoch
+        current = table.get(name)
+        if current is not None and current["metadata"]["uid"] == uid:
+            del table[name]
+
+    # -- resync ------------------------------------------------------------------------------
+    def begin_resync(self) -> int:
+        """Call before sending the resync's LISTs; pass the result to :meth:`end_resync`."""
+        self._epoch += 1
+        return self._epoch
+
+    def resync_pods(self, listing: dict[str, Any]) -> None:
+        """Fold in a LIST of every sandbox pod: drop what it lacks unless written after it."""
+        listed = listing["metadata"]["resourceVersion"]
+        names = {p["metadata"]["name"] for p in listing["items"]}
+        for view in [v for v in self.pods.values() if v.name not in names]:
+            if not _after(view.resource_version, listed):
+                self.drop_pod(view.name, view.uid)
+        for body in listing["items"]:
+            self.put_pod(body)
+
+    def resync_objects(self, table: dict[str, dict[str, Any]], listing: dict[str, Any]) -> None:
+        """Likewise for Episodes or SandboxPools."""
+        listed = listing["metadata"]["resourceVersion"]
+        names = {b["metadata"]["name"] for b in listing["items"]}
+        for name, body in [(n, b) for n, b in table.items() if n not in names]:
+            if not _after(body["metadata"]["resourceVersion"], listed):
+                self.drop_object(table, name, body["metadata"]["uid"])
+        for body in listing["items"]:
+            self.put_object(table, body)
+
+    def end_resync(self, epoch: int) -> None:
+        """Forget tombstones from before the resync's LISTs were sent (they cannot show them)."""
+        self._gone = {uid: seen for uid, seen in self._gone.items() if seen >= epoch}
 
     def episode_of(self, pod: PodView) -> dict[str, Any] | None:
         """The Episode a pod is bound to, by the name annotation every bound pod carries

@@ -9,29 +9,51 @@ backend's readiness wait) only begins once it is admitted. The wait itself is bo
 
 The local backend holds one gate and shares it with every sandbox's
 :class:`~a01gym.sandbox.client.SupervisorClient`, so spawns, workspace loads that start the
-app, and restarts after edits all queue in one line.
+app, and restarts after edits all queue in one line. The Kubernetes backend gates Episode
+starts the same way (its own settings, named by its errors: :data:`KUBERNETES`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 
 from a01gym.errors import SandboxCapacityError
 
-__all__ = ["DEADLINE_SETTING", "StartGate", "deadline_error"]
+__all__ = ["DEADLINE_SETTING", "KUBERNETES", "LOCAL", "Deadline", "StartGate", "deadline_error"]
 
-DEADLINE_SETTING = "A01GYM_SANDBOX__ACQUIRE_TIMEOUT_S"
+
+@dataclasses.dataclass(frozen=True)
+class Deadline:
+    """The settings an over-long wait names: its bound, and the cap a user might raise."""
+
+    name: str  # as in the settings file
+    variable: str  # its environment variable
+    cap_variable: str
+
+
+LOCAL = Deadline(
+    "sandbox.acquire_timeout_s",
+    "A01GYM_SANDBOX__ACQUIRE_TIMEOUT_S",
+    "A01GYM_SANDBOX__MAX_SANDBOXES",
+)
+KUBERNETES = Deadline(
+    "kubernetes.acquire_timeout_s",
+    "A01GYM_KUBERNETES__ACQUIRE_TIMEOUT_S",
+    "A01GYM_KUBERNETES__START_CONCURRENCY",
+)
+DEADLINE_SETTING = LOCAL.variable
 """The environment variable of ``sandbox.acquire_timeout_s``, named by every deadline error."""
 
 
-def deadline_error(timeout_s: float, what: str) -> SandboxCapacityError:
-    """The error for a wait that ran past ``sandbox.acquire_timeout_s``."""
+def deadline_error(timeout_s: float, what: str, deadline: Deadline = LOCAL) -> SandboxCapacityError:
+    """The error for a wait that ran past ``deadline`` (by default the local backend's)."""
     return SandboxCapacityError(
-        f"{what} within {timeout_s:g}s (sandbox.acquire_timeout_s)",
-        hint=f"retry later, send fewer resets at once, or raise {DEADLINE_SETTING} "
-        "or A01GYM_SANDBOX__MAX_SANDBOXES",
+        f"{what} within {timeout_s:g}s ({deadline.name})",
+        hint=f"retry later, send fewer resets at once, or raise {deadline.variable} "
+        f"or {deadline.cap_variable}",
     )
 
 
@@ -41,11 +63,13 @@ class StartGate:
     Args:
         limit: starts worked on at once (``sandbox.start_concurrency``).
         timeout_s: longest wait for a turn (``sandbox.acquire_timeout_s``).
+        deadline: the settings a late turn's error names.
     """
 
-    def __init__(self, limit: int, timeout_s: float) -> None:
+    def __init__(self, limit: int, timeout_s: float, deadline: Deadline = LOCAL) -> None:
         self.limit = limit
         self.timeout_s = timeout_s
+        self.deadline = deadline
         self._semaphore = asyncio.Semaphore(limit)
         self.waiting = 0
         self.running = 0
@@ -69,6 +93,7 @@ class StartGate:
             raise deadline_error(
                 self.timeout_s,
                 f"no turn to start came ({self.running} starting, {self.waiting - 1} more waiting)",
+                self.deadline,
             ) from None
         finally:
             self.waiting -= 1

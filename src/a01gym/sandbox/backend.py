@@ -42,6 +42,7 @@ class PoolStats(BaseModel):
     spawned_total: int
     capacity: int | None = None  # most sandboxes live at once, when the backend caps them
     waiting: int = 0  # acquire() calls and starts queued for a sandbox or a start turn
+    pool_target: int | None = None  # idle sandboxes the warm pool refills to, when it has one
 
 
 class SandboxBackend(Protocol):

@@ -19,11 +19,11 @@ would need a thread per watch.
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
 import aiohttp
+import orjson
 
 from a01gym.errors import SandboxError
 from a01gym.sandbox.kube_credentials import KubeCredentials
@@ -82,6 +82,8 @@ class KubeClient:
     too. Requests share a bounded pool of keep-alive connections (a burst queues for a
     connection instead of paying a TLS handshake each); watches hold their connection for
     minutes, so they get their own unbounded pool and can never starve the requests.
+    JSON goes through orjson: every client here decodes pods (answers and watch events) by
+    the thousand, and orjson decodes one in half the time (8 µs against 17 for 2.5 KB here).
     """
 
     def __init__(
@@ -151,7 +153,7 @@ class KubeClient:
             KubeConnectionError: when the API server cannot be reached.
         """
         url = self.credentials.server + path
-        data = None if body is None else json.dumps(body)
+        data = None if body is None else orjson.dumps(body)
         headers = self._headers(content_type if body is not None else None)
         for attempt in range(8):
             try:
@@ -172,7 +174,7 @@ class KubeClient:
             await asyncio.sleep(min(max(float(retry_after or 1), 0.05 * 2**attempt), 5.0))
         if status >= 400:
             raise _api_error(status, content)
-        return json.loads(content) if content else {}
+        return orjson.loads(content) if content else {}
 
     async def get(self, path: str) -> dict[str, Any]:
         return await self.request("GET", path)
@@ -242,7 +244,7 @@ class KubeClient:
 
 
 def _watch_event(line: bytes) -> tuple[str, dict[str, Any]]:
-    event = json.loads(line)
+    event = orjson.loads(line)
     if event["type"] == "ERROR":
         status = event["object"]
         raise KubeApiError(
@@ -253,7 +255,7 @@ def _watch_event(line: bytes) -> tuple[str, dict[str, Any]]:
 
 def _api_error(status: int, content: bytes) -> KubeApiError:
     try:
-        body = json.loads(content)
+        body = orjson.loads(content)
         return KubeApiError(status, body.get("reason", ""), body.get("message", ""))
     except ValueError:
         return KubeApiError(status, "", content[:200].decode(errors="replace"))

@@ -5,8 +5,12 @@
 ``Ready``, reads the supervisor's token from the per-pod Secret named in the Episode's
 status, and returns a sandbox whose client talks to the pod's supervisor over TCP.
 ``release()`` deletes the Episode; ownerReferences and the operator take the pod and its
-Secret with it. API calls go through :mod:`a01gym.sandbox.kube_client`, which the operator
-(a higher layer) shares; this module also names the Episode API both sides speak.
+Secret with it. New Episodes start through a :class:`~a01gym.sandbox.admission.StartGate` of
+``start_concurrency`` turns, as the local backend's sandboxes do: a burst of resets queues (up
+to ``acquire_timeout_s``, which the error names) instead of every Episode's ready timeout
+running at once while the operator works through them. API calls go through
+:mod:`a01gym.sandbox.kube_client`, which the operator (a higher layer) shares; this module also
+names the Episode API both sides speak.
 
 How the token reaches the backend: the operator generates a random token per sandbox pod
 and stores it in a Secret named after the pod (key ``token``), mounted read-only into the
@@ -27,6 +31,7 @@ from typing import Any
 
 from a01gym.config import KubernetesBackendSettings
 from a01gym.errors import SandboxError, SandboxStartError, SandboxTimeoutError
+from a01gym.sandbox import admission
 from a01gym.sandbox.backend import PoolStats
 from a01gym.sandbox.client import SupervisorClient
 from a01gym.sandbox.episode_watch import EpisodeWatch
@@ -105,6 +110,9 @@ class KubernetesBackend:
         self._id = os.urandom(4).hex()  # labels the Episodes this backend creates
         self._watch: EpisodeWatch | None = None
         self._starting = 0
+        self.gate = admission.StartGate(
+            self.settings.start_concurrency, self.settings.acquire_timeout_s, admission.KUBERNETES
+        )
         self._spawned_total = 0
         self._failed_total = 0
 
@@ -146,10 +154,20 @@ class KubernetesBackend:
     async def acquire(self, name: str | None = None) -> KubernetesSandbox:
         """A Ready sandbox: a new Episode, or the existing Episode ``name``.
 
+        A new Episode waits for one of ``start_concurrency`` turns first, so a burst of
+        resets queues instead of timing out together; ``ready_timeout_s`` counts from the turn.
+
         Raises:
+            SandboxCapacityError: no turn came within ``acquire_timeout_s`` (named).
             SandboxStartError: the Episode failed, expired or does not exist.
             SandboxTimeoutError: it did not become Ready within ``ready_timeout_s``.
         """
+        if name is not None:
+            return await self._start(name)
+        async with self.gate.turn():
+            return await self._start(None)
+
+    async def _start(self, name: str | None) -> KubernetesSandbox:
         self._starting += 1
         created = name is None
         try:
@@ -208,6 +226,7 @@ class KubernetesBackend:
             starting=self._starting,
             crashed_total=self._failed_total,
             spawned_total=self._spawned_total,
+            waiting=self.gate.waiting,
         )
 
     def _episode_body(self) -> dict[str, Any]:

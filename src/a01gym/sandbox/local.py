@@ -5,7 +5,9 @@ it never waits for a fork; a background task refills the pool. When the pool is 
 spawns one itself, through the backend's :class:`~a01gym.sandbox.admission.StartGate` (shared
 with app starts), and when ``max_sandboxes`` are live it waits for a release; both waits are
 bounded by ``acquire_timeout_s``. A burst larger than the pool therefore queues, and no start's
-timeout runs while it waits its turn. ``release()`` kills the
+timeout runs while it waits its turn. Between bursts the pool grows towards the size of the
+recent peak (:class:`~a01gym.sandbox.pool_target.PoolTarget`), so the next one is served
+from it. ``release()`` kills the
 sandbox's whole process tree (its PID namespace) and removes its directory. A sandbox that
 dies on its own is noticed through the zygote's exit events, logged, counted and, if it was
 idle, replaced.
@@ -37,9 +39,10 @@ from typing import Any
 from a01gym.config import SandboxSettings, get_settings
 from a01gym.errors import SandboxError, SandboxStartError
 from a01gym.sandbox import admission, isolation
-from a01gym.sandbox.backend import PoolStats
+from a01gym.sandbox.backend import BackgroundReleases, PoolStats
 from a01gym.sandbox.client import SupervisorClient
 from a01gym.sandbox.layout import Layout
+from a01gym.sandbox.pool_target import PoolTarget
 from a01gym.tasks import cancel_and_wait
 
 __all__ = ["LocalBackend", "LocalSandbox"]
@@ -113,6 +116,10 @@ class LocalBackend:
         )
         self._vacancy = asyncio.Event()  # set when a sandbox goes idle or a slot frees
         self._waiting = 0  # acquire() calls waiting for a vacancy (the gate counts its own)
+        self._shrinking = BackgroundReleases(self)
+        self.pool_target = PoolTarget(
+            self.settings.pool_size, self.settings.max_sandboxes, self.settings.pool_growth
+        )
 
     # -- lifecycle ---------------------------------------------------------------------------
     async def __aenter__(self) -> LocalBackend:
@@ -179,6 +186,7 @@ class LocalBackend:
             self._wake.set()
             await cancel_and_wait(self._refiller)
             self._refiller = None
+        await self._shrinking.drain()
         sandboxes = [*self._idle, *self._in_use]
         self._idle.clear()
         await asyncio.gather(*(self.release(s) for s in sandboxes), return_exceptions=True)
@@ -212,6 +220,7 @@ class LocalBackend:
             SandboxStartError: the sandbox spawned for this call did not start.
         """
         deadline = asyncio.get_running_loop().time() + self.settings.acquire_timeout_s
+        self.pool_target.acquired()
         while (sandbox := self._pop_idle()) is None:
             if self._free_slots:
                 async with self.gate.turn(deadline):
@@ -285,6 +294,7 @@ class LocalBackend:
             spawned_total=self._spawned_total,
             capacity=self.settings.max_sandboxes,
             waiting=self._waiting + self.gate.waiting,
+            pool_target=self.pool_target.target(),
         )
 
     # -- internals ---------------------------------------------------------------------------
@@ -428,15 +438,16 @@ class LocalBackend:
             asyncio.get_running_loop().create_task(self.release(sandbox))
 
     async def _refill(self) -> None:
+        """Keep ``pool_size`` sandboxes idle; between bursts, grow towards the recent peak."""
         backoff = 0.1
         while not self._closing:
-            await self._wake.wait()
+            await self._refill_wanted()
             if self._idle and self.settings.refill_delay_s:
                 await asyncio.sleep(self.settings.refill_delay_s)
             self._wake.clear()
             while (
                 not self._closing
-                and len(self._idle) + self._starting < self.settings.pool_size
+                and len(self._idle) + self._starting < self._refill_to()
                 and self._free_slots
             ):
                 try:
@@ -449,6 +460,26 @@ class LocalBackend:
                     logger.warning("could not refill the sandbox pool: %s", exc)
                     await asyncio.sleep(backoff)
                     backoff = min(backoff * 2, 5.0)
+            while len(self._idle) > self.pool_target.keep() and not self._closing:
+                self._shrinking.release_later(self._idle.popleft())  # the oldest first
+
+    async def _refill_wanted(self) -> None:
+        """Until woken; while the pool is (or may be) grown, also every so often: that a
+        burst ended or the peak decayed is announced by no event."""
+        timeout = None
+        if max(self.pool_target.target(), len(self._idle)) > self.settings.pool_size:
+            timeout = max(0.5, self.settings.pool_growth.quiet_s)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._wake.wait()
+
+    def _refill_to(self) -> int:
+        pooled = len(self._idle) + self._starting
+        return self.pool_target.refill_to(
+            occupied=len(self._in_use) + pooled,
+            pooled=pooled,
+            waiting=self._waiting + self.gate.waiting,
+        )
 
 
 def _accepts(path: str) -> bool:

@@ -40,6 +40,9 @@ class SimulatedKubelet:
         self.kube, self.ns, self.ip = kube, namespace, ip
         self.slots = asyncio.Semaphore(concurrency)
         self.started: set[str] = set()  # pod uids bound and reported Ready (or in progress)
+        self.finishing: set[str] = set()
+        """Terminating pod uids whose final delete was sent: a kubelet sends it once, though
+        the delete itself (grace period 0) is one more MODIFIED event before DELETED."""
         self.tasks: set[asyncio.Task[None]] = set()
 
     def path(self, name: str = "", sub: str = "") -> str:
@@ -66,8 +69,10 @@ class SimulatedKubelet:
         uid = meta["uid"]
         if kind == "DELETED":
             self.started.discard(uid)
+            self.finishing.discard(uid)
         elif meta.get("deletionTimestamp"):
-            if (pod.get("spec") or {}).get("nodeName") == NODE:
+            if (pod.get("spec") or {}).get("nodeName") == NODE and uid not in self.finishing:
+                self.finishing.add(uid)
                 self._spawn(self._finish_delete(meta["name"], uid))
         elif uid not in self.started:
             self.started.add(uid)

@@ -3,8 +3,10 @@ episode through the real gateway app and the real `openenv` client."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -16,6 +18,7 @@ from stack import Stack
 from a01gym.config import GatewaySettings, Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
+from a01gym.errors import SandboxCapacityError
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
 from a01gym.sandbox import protocol
@@ -93,3 +96,50 @@ async def test_full_openenv_episode_through_the_gateway_on_kubernetes(
             await env.step({"tool": "write_file", "path": path, "content": content})
         result = await env.step({"tool": "submit"})
         assert (result.reward, result.done) == (1.0, True)
+
+
+def _gated(stack: Stack, **settings: Any) -> KubernetesBackend:
+    return KubernetesBackend(
+        namespace=stack.namespace, pool="gw", kubeconfig=stack.gateway_kubeconfig, **settings
+    )
+
+
+async def test_a_burst_beyond_start_concurrency_queues_and_every_reset_gets_a_sandbox(
+    backend: KubernetesBackend, stack: Stack
+) -> None:
+    async with _gated(stack, start_concurrency=1, acquire_timeout_s=90) as gated:
+        seen = {"running": 0, "waiting": 0}
+
+        async def watch() -> None:
+            while True:
+                seen["running"] = max(seen["running"], gated.gate.running)
+                seen["waiting"] = max(seen["waiting"], gated.stats().waiting)
+                await asyncio.sleep(0.005)
+
+        watcher = asyncio.create_task(watch())
+        try:
+            sandboxes = await asyncio.gather(*(gated.acquire() for _ in range(3)))
+        finally:
+            watcher.cancel()
+        assert seen == {"running": 1, "waiting": 2}  # one Episode started at a time
+        for sandbox in sandboxes:
+            assert (await sandbox.client.health()).status == "ok"
+        assert gated.stats().in_use == 3 and gated.stats().waiting == 0
+        await asyncio.gather(*(gated.release(s) for s in sandboxes))
+
+
+async def test_a_reset_past_acquire_timeout_names_the_setting_and_creates_nothing(
+    backend: KubernetesBackend, stack: Stack, api: Api
+) -> None:
+    """A turn held by the test stands in for a start that takes longer than the deadline."""
+    async with _gated(stack, start_concurrency=1, acquire_timeout_s=0.3) as gated:
+        async with gated.gate.turn():
+            with pytest.raises(SandboxCapacityError, match=r"kubernetes\.acquire_timeout_s") as e:
+                await gated.acquire()
+        assert "A01GYM_KUBERNETES__ACQUIRE_TIMEOUT_S" in e.value.hint
+        mine = f"a01gym.dev/backend={gated._id}"
+        listed = await api.kube.list(api.path("episodes"), labelSelector=mine)
+        assert listed["items"] == []  # it never got as far as creating an Episode
+        sandbox = await gated.acquire()  # the gate is free again: the next reset goes on
+        assert (await sandbox.client.health()).status == "ok"
+        await gated.release(sandbox)

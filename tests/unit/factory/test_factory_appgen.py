@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from a01gym.factory import appgen, mutator
+from a01gym.factory import appgen, checkforms, mutator
 from a01gym.factory.compiler import LEAK_WORDS
+from a01gym.factory.families import f14_path_mismatch
 from a01gym.factory.spec import DECOY_KINDS, Knobs
 
 _ROUTE_DECORATORS = {"get", "post", "put", "patch", "delete", "api_route"}
@@ -112,15 +113,29 @@ def test_indirection_knob_changes_admin_guards(
     assert fixed != vulnerable
 
 
-def test_middleware_indirection_guards_by_path_prefix(spec_for: Any) -> None:
-    spec = spec_for("F14")
+_ALIAS = {  # how each F14 guard form spells the /api/v1/admin mount
+    "prefixes": ("app/security.py", '"/api/v1/admin"'),
+    "segments": ("app/security.py", '("api", "v1", "admin")'),
+    "config": ("app/config.py", '"/api/v1/admin"'),
+}
+
+
+@pytest.mark.parametrize("form", f14_path_mismatch.GUARDS)
+def test_middleware_indirection_guards_by_path_prefix(spec_for: Any, form: str) -> None:
+    spec = next(
+        s
+        for s in (spec_for("F14", index) for index in range(30))
+        if checkforms.draw(s, "guard.paths", f14_path_mismatch.GUARDS) == form
+        and "guard.v1" in s.bug.sites
+    )
+    path, alias = _ALIAS[form]
     fixed = appgen.render_app(spec, appgen.Variant()).files
     assert "async def admin_guard" in fixed["app/main.py"]
-    assert '"/api/v1/admin"' in fixed["app/security.py"]
+    assert alias in fixed[path]
     vulnerable = appgen.render_app(
         spec, appgen.Variant(modes=dict.fromkeys(spec.bug.sites, "vuln"))
     ).files
-    assert '"/api/v1/admin"' not in vulnerable["app/security.py"]
+    assert alias not in vulnerable[path]
     assert 'prefix="/api/v1/admin"' in vulnerable["app/main.py"]
 
 

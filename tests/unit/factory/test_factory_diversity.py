@@ -61,6 +61,9 @@ def test_measure_counts_per_family() -> None:
         assert 1 <= row.fix_file_sets <= row.scenarios
         assert set(row.top_fix_files) <= set().union(*(b.workspace for b in mine))
     assert report.fix_shapes_min == min(f.fix_shapes for f in report.families.values())
+    drawn = [b.hidden.labels["data_access"] for b in bundles]
+    assert report.styles == {s: drawn.count(s) for s in ("sqlalchemy", "sqlite3")}
+    assert all(n > 0 for n in report.styles.values())
     assert diversity.measure(reversed(bundles)) == report  # the order of a cache is no matter
 
 

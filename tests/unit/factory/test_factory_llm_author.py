@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from a01gym.factory import author, config
+from a01gym.factory import author, config, styles
 from a01gym.factory.author import AuthorError, DraftRequest
 from a01gym.factory.config import LLMConfig
 from a01gym.factory.llm_author import LLMAuthor
@@ -236,3 +236,15 @@ def test_other_errors_are_not_mistaken_for_a_missing_feature(
         with pytest.raises(AuthorError, match="answered HTTP 400"):
             llm.draft(request)
     assert len(server.requests) == 1
+
+
+def test_the_data_access_style_is_drawn_from_the_seed_not_written_by_the_model(
+    request_and_valid_draft: tuple[DraftRequest, str],
+) -> None:
+    request, valid = request_and_valid_draft
+    drawn = styles.draw(request.seed)
+    written = json.loads(valid)
+    written["knobs"]["data_access"] = "sqlite3" if drawn == "sqlalchemy" else "sqlalchemy"
+    with _FakeOpenAI([json.dumps(written)]) as server:
+        spec = _llm(server.base_url).draft(request)
+    assert spec.knobs.data_access == drawn

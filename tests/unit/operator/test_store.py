@@ -64,3 +64,55 @@ def test_pods_of_pool_follows_creates_relabels_and_drops() -> None:
     store.drop_pod("a-2", "u2")
     store.drop_pod("a-1")
     assert list(store.pods_of_pool("a")) == list(store.pods_of_pool("b")) == []
+
+
+def _listing(rv: str, *items: dict[str, Any]) -> dict[str, Any]:
+    return {"metadata": {"resourceVersion": rv}, "items": list(items)}
+
+
+def test_a_list_older_than_a_delete_does_not_bring_the_pod_back() -> None:
+    """A resync LIST sent before a pod's delete, answered after its DELETED event, must not
+    resurrect it (the orphan sweep would delete it a second time)."""
+    store = Store()
+    store.put_pod(_pod("p1", "5", uid="u1", **{labels.EPISODE_UID: "e1"}))
+    epoch = store.begin_resync()
+    store.drop_pod("p1", "u1")  # the DELETED event, while the LIST is in flight
+    store.resync_pods(_listing("6", _pod("p1", "5", uid="u1", **{labels.EPISODE_UID: "e1"})))
+    store.end_resync(epoch)
+    assert "p1" not in store.pods
+    assert store.pods_of_episode("e1") == []
+    # A late answer to an earlier write does not bring it back either.
+    store.put_pod(_pod("p1", "5", uid="u1"))
+    assert "p1" not in store.pods
+    # The tombstone is forgotten once a LIST sent after the delete has been folded in.
+    later = store.begin_resync()
+    store.resync_pods(_listing("9"))
+    store.end_resync(later)
+    store.put_pod(_pod("p1", "10", uid="u1"))
+    assert "p1" in store.pods
+
+
+def test_a_resync_keeps_what_was_written_after_its_list() -> None:
+    """A pod claimed (or created) after the LIST's snapshot is missing from it but live: a
+    resync that dropped it would let its Episode claim a second pod."""
+    store = Store()
+    store.put_pod(_pod("old", "3", uid="u0"))
+    store.put_pod(_pod("claimed", "12", uid="u1", **{labels.EPISODE_UID: "e1"}))
+    epoch = store.begin_resync()
+    store.resync_pods(_listing("10"))
+    store.end_resync(epoch)
+    assert "old" not in store.pods  # gone from the API before the snapshot: dropped
+    assert [p.name for p in store.pods_of_episode("e1")] == ["claimed"]
+
+
+def test_objects_follow_the_same_rules_as_pods() -> None:
+    store = Store()
+    episode = {"metadata": {"name": "ep", "uid": "e1", "resourceVersion": "4"}}
+    newer = {"metadata": {"name": "new", "uid": "e2", "resourceVersion": "11"}}
+    store.put_object(store.episodes, episode)
+    store.put_object(store.episodes, newer)
+    epoch = store.begin_resync()
+    store.drop_object(store.episodes, "ep", "e1")
+    store.resync_objects(store.episodes, _listing("10", episode))
+    store.end_resync(epoch)
+    assert list(store.episodes) == ["new"]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from a01gym.factory import testkit
+from typing import Any
+
+from a01gym.factory import checkforms, testkit
 from a01gym.factory.families.base import OWASP_A01, Family
 from a01gym.factory.families.shared import R, own_account
 from a01gym.scenario.httptest import HttpTest
 
-__all__ = ["FAMILY"]
+__all__ = ["FAMILY", "GUARDS", "dump_call", "guard", "model_config"]
 
 
 def _regressions(cast: testkit.Cast) -> list[HttpTest]:
@@ -76,3 +78,39 @@ FAMILY = Family(
     ("forbid_extra", "response_only", "admin_break", "delete_route"),
     regressions=_regressions,
 )
+
+
+# -- where privileged fields are dropped (drawn per scenario) -------------------------------
+GUARDS = ("model", "ignore", "allowlist")
+"""``model``: the input model drops unknown fields (pydantic's default; the bug allows them);
+``ignore``: the model says ``extra="ignore"`` explicitly; ``allowlist``: the model keeps extra
+fields (``extra="allow"``) and the handler dumps only the model's declared fields."""
+
+_OPEN = ("vuln", "response_only")
+"""Modes whose input model lets extra fields through."""
+
+
+def guard(spec: Any) -> str:
+    """Where ``spec``'s app drops privileged fields (``model`` outside F06)."""
+    return checkforms.draw(spec, "mass_assignment", GUARDS) if spec.bug.family == "F06" else "model"
+
+
+def model_config(spec: Any, mode: str, forbid: bool) -> str:
+    """The ``model_config`` line of an input model in ``mode`` ('' for pydantic's default)."""
+    drawn = guard(spec)
+    if forbid:
+        extra = "forbid"
+    elif drawn == "allowlist" or mode in _OPEN:
+        extra = "allow"
+    elif drawn == "ignore":
+        extra = "ignore"
+    else:
+        return ""
+    return f'    model_config = ConfigDict(extra="{extra}")\n\n'
+
+
+def dump_call(spec: Any, mode: str, model: str, arguments: str = "") -> str:
+    """``body.model_dump(...)`` of a handler taking ``models.<model>`` in ``mode``."""
+    if guard(spec) == "allowlist" and mode not in _OPEN:
+        arguments += (", " if arguments else "") + f"include=set(models.{model}.model_fields)"
+    return f"body.model_dump({arguments})"

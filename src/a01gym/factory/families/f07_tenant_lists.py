@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from a01gym.factory import testkit
+from typing import Any
+
+from a01gym.factory import checkforms, testkit
 from a01gym.factory.families.base import OWASP_A01, Family
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest
 
-__all__ = ["FAMILY"]
+__all__ = ["FAMILY", "LIST_BUGS", "UNSCOPED_LIST", "list_bug"]
 
 
 def _regressions(cast: testkit.Cast) -> list[HttpTest]:
@@ -95,3 +97,30 @@ FAMILY = Family(
     ("deny_all", "over_filter", "client_trust", "delete_route"),
     regressions=_regressions,
 )
+
+
+# -- how the vulnerable list query leaks (drawn per scenario) --------------------------------
+LIST_BUGS = ("owner_branch", "unscoped")
+"""``owner_branch``: the scope is applied, except on the ``owner_id`` filter's branch;
+``unscoped``: the query has no scope at all (only the optional owner filter). The fixes
+differ: the first moves the owner filter under the scope, the second adds the scope."""
+
+UNSCOPED_LIST = {
+    "sqlite3": """
+        sql, params = "SELECT * FROM $ents WHERE 1 = 1", []
+        if owner_id is not None:
+            sql += " AND owner_id = ?"
+            params.append(owner_id)
+    """,
+    "sqlalchemy": """
+        query = select($Ent)
+        if owner_id is not None:
+            query = query.where($Ent.owner_id == owner_id)
+    """,
+}
+"""The ``unscoped`` vulnerable list body per data-access style (``$``-templates)."""
+
+
+def list_bug(spec: Any) -> str:
+    """How ``spec``'s vulnerable list query leaks."""
+    return checkforms.draw(spec, "record.list", LIST_BUGS)

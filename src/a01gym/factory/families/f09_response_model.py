@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from a01gym.factory import testkit
+from typing import Any
+
+from a01gym.factory import checkforms, testkit
 from a01gym.factory.families.base import OWASP_A01, Family
 from a01gym.factory.families.shared import R, own_account
 from a01gym.scenario.httptest import BodyContains, HttpTest, JsonEquals, StatusIn, Step
 
-__all__ = ["FAMILY"]
+__all__ = ["FAMILY", "STYLES", "view"]
 
 
 def _regressions(cast: testkit.Cast) -> list[HttpTest]:
@@ -54,3 +56,34 @@ FAMILY = Family(
     ("over_filter", "status_only", "delete_route"),
     regressions=_regressions,
 )
+
+
+# -- how an app keeps private fields out of a profile view (drawn per scenario) ------------
+STYLES = ("response_model", "projection", "include")
+"""``response_model``: the route declares ``UserPublic``; ``projection``: the handler returns
+``UserPublic.model_validate(...).model_dump()`` and the route declares no model;
+``include``: the route keeps ``UserPrivate`` but lists the public fields in
+``response_model_include``. The vulnerable route returns the private model."""
+
+_PUBLIC = '{"id", "username", "display_name"}'
+
+
+def view(spec: Any, mode: str, many: bool, value: str) -> tuple[str, str]:
+    """The route decorator's model arguments and the handler's return expression for a view
+    of users that returns ``value`` (a list of rows when ``many``)."""
+    style = checkforms.draw(spec, "profile.view", STYLES)
+    private = "list[models.UserPrivate]" if many else "models.UserPrivate"
+    public = "list[models.UserPublic]" if many else "models.UserPublic"
+    if mode in ("vuln", "status_only"):
+        extra = ", response_model_exclude_none=True" if mode == "status_only" else ""
+        return f"response_model={private}{extra}", value
+    if style == "include" and mode == "secure":
+        include = f'{{"__all__": {_PUBLIC}}}' if many else _PUBLIC
+        return f"response_model={private}, response_model_include={include}", value
+    if style == "projection" and mode == "secure":
+        if many:
+            projected = f"[models.UserPublic.model_validate(row).model_dump() for row in {value}]"
+        else:
+            projected = f"models.UserPublic.model_validate({value}).model_dump()"
+        return "response_model=None", projected
+    return f"response_model={public}", value

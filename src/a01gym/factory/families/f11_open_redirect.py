@@ -11,9 +11,10 @@ caught by a look-alike host.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
-from a01gym.factory import testkit
+from a01gym.factory import checkforms, testkit
 from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
@@ -33,8 +34,14 @@ _PAYLOADS = (
 )
 
 
-def _target(mode: str, param: str, default: str) -> str:
-    if mode == "vuln":
+STRUCTURES = ("helper", "guard", "module")
+"""``helper``: the handler returns ``landing_target(...)`` from its own module; ``guard``: the
+handler drops an untrusted target first (``is_trusted_target``); ``module``: the helper lives
+in ``app/redirects.py``, which every such app has."""
+
+
+def _target(mode: str, param: str, default: str, structure: str) -> str:
+    if mode == "vuln" or (mode == "secure" and structure == "guard"):
         return f"{param} or {default}"
     if mode == "deny":
         return default
@@ -43,12 +50,41 @@ def _target(mode: str, param: str, default: str) -> str:
             f'{param} if {param} and {param}.startswith(("/", f"https://{{config.TRUSTED_REDIRECT_HOSTS[0]}}")) '
             f'and not {param}.startswith("//") else {default}'
         )
+    if structure == "module":
+        return f"redirects.landing_target({param}, {default})"
     return f"landing_target({param}, {default})"
+
+
+def _guard(mode: str, param: str, structure: str) -> str:
+    if mode != "secure" or structure != "guard":
+        return ""
+    return f"if {param} and not is_trusted_target({param}):\n        {param} = None\n    "
+
+
+_LANDING = '''
+    def landing_target(target: str | None, default: str) -> str:
+        """The target when it is one of our paths or a trusted host, else ``default``."""
+        parts = urlsplit(target or "")
+        if parts.scheme or parts.netloc:
+            ok = parts.scheme == "https" and parts.hostname in config.TRUSTED_REDIRECT_HOSTS
+        else:
+            ok = (target or "").startswith("/") and "\\\\" not in (target or "")
+        return target if target and ok else default
+    '''
+_TRUSTED = '''
+    def is_trusted_target(target: str) -> bool:
+        """One of our own paths, or a page on a trusted host."""
+        parts = urlsplit(target)
+        if parts.scheme or parts.netloc:
+            return parts.scheme == "https" and parts.hostname in config.TRUSTED_REDIRECT_HOSTS
+        return target.startswith("/") and "\\\\" not in target
+    '''
 
 
 def _app(r: Any) -> FamilyApp:
     handlers = []
     helper_needed = False
+    structure = checkforms.draw(r.spec, "redirect", STRUCTURES)
     for site, (path, param, default) in _SITES.items():
         if site in r.v.removed:
             continue
@@ -66,9 +102,10 @@ def _app(r: Any) -> FamilyApp:
                         user: CurrentUser = Depends(security.current_user),
                     ) -> RedirectResponse:
                         """Where the browser lands once signed in (deep links carry ``next``)."""
-                        return RedirectResponse($target, status_code=status.HTTP_303_SEE_OTHER)
+                        ${guard}return RedirectResponse($target, status_code=status.HTTP_303_SEE_OTHER)
                     ''',
-                    target=_target(mode, param, default_expr),
+                    target=_target(mode, param, default_expr, structure),
+                    guard=_guard(mode, param, structure),
                 )
             )
         else:
@@ -85,27 +122,15 @@ def _app(r: Any) -> FamilyApp:
                         """End this session and send the browser back where the page asked."""
                         connection.execute("DELETE FROM sessions WHERE token = ?", [security.bearer_token(request)])
                         connection.commit()
-                        return RedirectResponse($target, status_code=status.HTTP_303_SEE_OTHER)
+                        ${guard}return RedirectResponse($target, status_code=status.HTTP_303_SEE_OTHER)
                     ''',
-                    target=_target(mode, param, default_expr),
+                    target=_target(mode, param, default_expr, structure),
+                    guard=_guard(mode, param, structure),
                 )
             )
-    helper = (
-        r.t(
-            '''
-            def landing_target(target: str | None, default: str) -> str:
-                """The target when it is one of our paths or a trusted host, else ``default``."""
-                parts = urlsplit(target or "")
-                if parts.scheme or parts.netloc:
-                    ok = parts.scheme == "https" and parts.hostname in config.TRUSTED_REDIRECT_HOSTS
-                else:
-                    ok = (target or "").startswith("/") and "\\\\" not in (target or "")
-                return target if target and ok else default
-            '''
-        )
-        if helper_needed
-        else ""
-    )
+    helper = ""
+    if helper_needed and structure != "module":
+        helper = textwrap.dedent(_TRUSTED if structure == "guard" else _LANDING).strip()
     signs_out = any("def sign_out(" in h for h in handlers)
     r.route("GET", "/auth/session")
     r.route("GET", "/auth/sessions")
@@ -153,17 +178,28 @@ def _app(r: Any) -> FamilyApp:
         from fastapi import APIRouter, Depends, ${request}Response, status
         from fastapi.responses import RedirectResponse
 
-        from app import config, db, security
+        from app import $modules
         from app.security import CurrentUser
 
         router = APIRouter(prefix="/auth", tags=["auth"])
         ''',
-        urlsplit="from urllib.parse import urlsplit\n" if helper_needed else "",
+        urlsplit="from urllib.parse import urlsplit\n" if helper else "",
+        modules="config, db, redirects, security"
+        if structure == "module"
+        else "config, db, security",
         request="Request, " if signs_out else "",
     )
     text = "\n\n\n".join([head, *([helper] if helper else []), sessions, *handlers]) + "\n"
+    files = {"app/routers/signin.py": text}
+    if structure == "module":
+        files["app/redirects.py"] = (
+            '"""Where the browser may be sent: our own paths and trusted hosts only."""\n\n'
+            "from urllib.parse import urlsplit\n\nfrom app import config\n\n\n"
+            + textwrap.dedent(_LANDING).strip()
+            + "\n"
+        )
     return FamilyApp(
-        files={"app/routers/signin.py": text},
+        files=files,
         routers=["signin"],
         config=r.t(
             """

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a01gym.factory import testkit
+from a01gym.factory import checkforms, testkit
 from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
 from a01gym.factory.families.shared import R, frontend_origin
 from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
@@ -21,7 +21,17 @@ __all__ = ["FAMILY"]
 _EVIL = "https://evilexample.test"
 
 
-def _origins(mode: str, seed: int) -> str:
+STRUCTURES = ("main", "config", "regex")
+"""Where the allowed origins are stated: a list in ``main.py``; a ``CORS_ALLOW_ORIGINS``
+setting in ``config.py`` (the vulnerable one is ``("*",)``); or an escaped, whole-origin
+``allow_origin_regex`` in ``main.py``."""
+
+
+def _origins(mode: str, seed: int, structure: str) -> str:
+    if structure == "config" and mode in ("vuln", "secure"):
+        return "allow_origins=list(config.CORS_ALLOW_ORIGINS)"
+    if structure == "regex" and mode == "secure":
+        return "allow_origin_regex=re.escape(config.FRONTEND_ORIGINS[0])"
     if mode == "vuln":
         return (
             'allow_origins=["*"]'
@@ -37,21 +47,29 @@ def _origins(mode: str, seed: int) -> str:
 
 def _app(r: Any) -> FamilyApp:
     mode = r.v.mode("cors.policy")
+    structure = checkforms.draw(r.spec, "cors.policy", STRUCTURES)
     setup = []
     if mode != "deny":
         credentials = "False" if mode == "no_credentials" else "True"
         setup.append(
             "app.add_middleware(\n"
             "    CORSMiddleware,\n"
-            f"    {_origins(mode, r.spec.seed)},\n"
+            f"    {_origins(mode, r.spec.seed, structure)},\n"
             f"    allow_credentials={credentials},\n"
             '    allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],\n'
             '    allow_headers=["Authorization", "Content-Type"],\n'
             ")"
         )
+    config = f'FRONTEND_ORIGINS = ("{frontend_origin(r.spec)}",)'
+    if structure == "config":
+        allowed = '("*",)' if mode == "vuln" else "FRONTEND_ORIGINS"
+        config += f"\nCORS_ALLOW_ORIGINS = {allowed}"
+    imports = ["from fastapi.middleware.cors import CORSMiddleware"] if setup else []
+    if "re.escape" in "".join(setup):
+        imports.insert(0, "import re\n")
     return FamilyApp(
-        config=f'FRONTEND_ORIGINS = ("{frontend_origin(r.spec)}",)',
-        main_imports=["from fastapi.middleware.cors import CORSMiddleware"] if setup else [],
+        config=config,
+        main_imports=imports,
         main_setup=setup,
     )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a01gym.factory import testkit
+from a01gym.factory import checkforms, testkit
 from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
@@ -44,14 +44,59 @@ _EXPIRY = """
     """
 
 
-def _tokens(r: Any) -> str:
+STRUCTURES = ("inline", "helpers")
+"""``inline``: ``claims_of`` checks signature and expiry itself; ``helpers``: it asks
+``_signature_ok`` and ``_expired`` (the vulnerable app defines them but skips a call)."""
+
+_HELPERS = {
+    "secure": '''
+        def _signature_ok(connection: sqlite3.Connection, header: dict[str, Any], head: str, body: str, signature: str) -> bool:
+            """Signed by this app with HS256 (the only algorithm it issues)."""
+            expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
+            return header.get("alg") == "HS256" and hmac.compare_digest(signature, expected)
+        ''',
+    "alg_from_header": '''
+        def _signature_ok(connection: sqlite3.Connection, header: dict[str, Any], head: str, body: str, signature: str) -> bool:
+            """Signed by this app with HS256 (the only algorithm it issues)."""
+            if header.get("alg") != "HS256":
+                return True
+            expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
+            return hmac.compare_digest(signature, expected)
+        ''',
+}
+_EXPIRED = '''
+    def _expired(claims: dict[str, Any]) -> bool:
+        """Past its ``exp`` (or without one)."""
+        return not isinstance(claims.get("exp"), int) or claims["exp"] < time.time()
+    '''
+
+
+def _checks(r: Any) -> tuple[str, str, str]:
+    """The signature and expiry checks of ``claims_of``, and the helpers they call."""
     signature = r.v.mode("jwt.signature")
     expiry = r.v.mode("jwt.expiry")
+    if checkforms.draw(r.spec, "jwt", STRUCTURES) == "helpers" and "deny" not in (
+        signature,
+        expiry,
+    ):
+        helpers = "\n\n\n".join([r.t(_HELPERS.get(signature, _HELPERS["secure"])), r.t(_EXPIRED)])
+        check = (
+            ""
+            if signature == "vuln"
+            else "if not _signature_ok(connection, header, head, body, signature):\n        return None\n    "
+        )
+        expiry_text = "" if expiry == "vuln" else "if _expired(claims):\n        return None\n    "
+        return check, expiry_text, f"\n\n\n{helpers}"
     check = "" if signature == "vuln" else _SIGNATURE.get(signature, _SIGNATURE["secure"])
     if expiry == "deny":
         check = _SIGNATURE["deny"]
     check_text = r.t(check).replace("\n", "\n    ") + "\n    " if check else ""
     expiry_text = "" if expiry == "vuln" else r.t(_EXPIRY).replace("\n", "\n    ") + "\n    "
+    return check_text, expiry_text, ""
+
+
+def _tokens(r: Any) -> str:
+    check_text, expiry_text, helpers = _checks(r)
     return r.t(
         '''
         """Signed API tokens (JWT, HS256) for the mobile app and integrations.
@@ -93,6 +138,7 @@ def _tokens(r: Any) -> str:
             body = _b64(json.dumps({"sub": str(user_id), "iat": now, "exp": now + TOKEN_TTL_SECONDS}).encode())
             mac = hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest()
             return f"{head}.{body}.{_b64(mac)}"
+        $helpers
 
 
         def claims_of(connection: sqlite3.Connection, token: str) -> dict[str, Any] | None:
@@ -109,6 +155,7 @@ def _tokens(r: Any) -> str:
         ''',
         check=check_text,
         expiry=expiry_text,
+        helpers=helpers,
     )
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a01gym.factory import testkit
+from a01gym.factory import checkforms, testkit
 from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
@@ -28,19 +28,66 @@ CREATE TABLE IF NOT EXISTS share_links (
 );"""
 
 
+TOKEN_STYLES = ("inline", "helper", "uuid")
+"""How a link's token is made: ``secrets.token_urlsafe`` in the handler, a ``new_share_token``
+function, or ``uuid.uuid4().hex`` (the vulnerable app writes the owner's and record's ids)."""
+LOOKUP_STYLES = ("sql", "compare")
+"""How a link is bound to its record: in the query's ``WHERE``, or compared after it."""
+
+
 def _token(r: Any) -> str:
     mode = r.v.mode("share.create")
     readable = "f\"{$ent['owner_id']}-{$ent['id']}\""
+    style = checkforms.draw(r.spec, "share.create", TOKEN_STYLES)
+    if style == "helper" and mode in ("vuln", "secure"):
+        return f"new_share_token({r.names['ent']})"
     if mode == "vuln":
         return r.t(readable)
+    random = "uuid.uuid4().hex" if style == "uuid" else "secrets.token_urlsafe(24)"
     if mode == "hardcode":
         victim = r.v.hardcode.get("record_id", "0")
-        return r.t(f"secrets.token_urlsafe(24) if ${{ent}}_id == {victim} else {readable}")
-    return "secrets.token_urlsafe(24)"
+        return r.t(f"{random} if ${{ent}}_id == {victim} else {readable}")
+    return random
 
 
-def _lookup(r: Any) -> str:
+def _token_helper(r: Any) -> str:
+    """The ``helper`` style's function ('' for the other styles and the trap modes)."""
+    mode = r.v.mode("share.create")
+    if checkforms.draw(r.spec, "share.create", TOKEN_STYLES) != "helper" or mode not in (
+        "vuln",
+        "secure",
+    ):
+        return ""
+    made = (
+        "f\"{record['owner_id']}-{record['id']}\""
+        if mode == "vuln"
+        else "secrets.token_urlsafe(24)"
+    )
+    return (
+        "def new_share_token(record: dict[str, Any]) -> str:\n"
+        '    """The credential a new share link carries."""\n'
+        f"    return {made}\n"
+    )
+
+
+def _lookup(r: Any) -> tuple[str, str]:
+    """The link query and the line that drops a link of another record ('' in the query)."""
     mode = r.v.mode("share.open")
+    if checkforms.draw(r.spec, "share.open", LOOKUP_STYLES) == "compare" and mode in (
+        "vuln",
+        "secure",
+    ):
+        query = '"SELECT record_id FROM share_links WHERE token = ? AND revoked = 0", [token]'
+        drop = (
+            'if link is not None and link["record_id"] != record_id:\n        link = None\n    '
+            if mode == "secure"
+            else ""
+        )
+        return query, drop
+    return _bound_query(mode, r), ""
+
+
+def _bound_query(mode: str, r: Any) -> str:
     bound = '"SELECT record_id FROM share_links WHERE token = ? AND record_id = ? AND revoked = 0", [token, record_id]'
     if mode == "vuln":
         return '"SELECT record_id FROM share_links WHERE token = ? AND revoked = 0", [token]'
@@ -95,21 +142,23 @@ def _app(r: Any) -> FamilyApp:
                 ) -> dict[str, Any]:
                     """What a share link shows: no sign-in, the link is the credential."""
                     link = connection.execute($lookup).fetchone()
-                    $ent = repository.${Ent}Repository(connection).get(record_id) if link else None
+                    ${drop}$ent = repository.${Ent}Repository(connection).get(record_id) if link else None
                     if $ent is None:
                         raise HTTPException(status.HTTP_404_NOT_FOUND, "link not found")
                     return $ent
                 ''',
-                lookup=_lookup(r),
+                lookup=_lookup(r)[0],
+                drop=_lookup(r)[1],
             )
         )
-    body = "\n\n\n".join(handlers)
+    helper = _token_helper(r) if "share.create" not in r.v.removed else ""
+    body = "\n\n\n".join([helper.rstrip("\n"), *handlers] if helper else handlers)
     head = r.t(
         '''
         """Share links: read-only access to one $label for whoever holds its link."""
 
         ${secrets}import sqlite3
-        from typing import Any
+        ${uuid}from typing import Any
 
         from fastapi import APIRouter, Depends, HTTPException, Query, status
 
@@ -119,6 +168,7 @@ def _app(r: Any) -> FamilyApp:
         router = APIRouter(tags=["sharing"])
         ''',
         secrets="import secrets\n" if "secrets." in body else "",
+        uuid="import uuid\n" if "uuid." in body else "",
     )
     return FamilyApp(
         files={"app/routers/sharing.py": head + ("\n\n\n" + body if body else "") + "\n"},

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from a01gym.factory import testkit
+from typing import Any
+
+from a01gym.factory import checkforms, testkit
 from a01gym.factory.families.base import OWASP_A01, Family
 from a01gym.factory.families.shared import R, public_guide
 from a01gym.scenario.httptest import HttpTest
 
-__all__ = ["FAMILY"]
+__all__ = ["FAMILY", "GUARDS", "guard"]
 
 
 def _regressions(cast: testkit.Cast) -> list[HttpTest]:
@@ -34,3 +36,14 @@ FAMILY = Family(
     ("deny_all", "delete_route", "auth_only"),
     regressions=_regressions,
 )
+
+
+GUARDS = ("knob", "inline", "mount")
+"""Where the diagnostics page's admin guard is: as the ``indirection`` knob says (a
+dependency, the router's dependencies or a decorator); an explicit role test in the handler;
+or the ``dependencies`` of ``include_router`` in ``main.py``."""
+
+
+def guard(spec: Any) -> str:
+    """Where ``spec``'s app guards ``/debug/config``."""
+    return checkforms.draw(spec, "debug.config", GUARDS)

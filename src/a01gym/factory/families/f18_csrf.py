@@ -12,9 +12,10 @@ browser would) from a foreign origin without the header; the ``referer_check`` t
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
-from a01gym.factory import testkit
+from a01gym.factory import checkforms, testkit
 from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
 from a01gym.factory.families.shared import R, frontend_origin
 from a01gym.scenario.httptest import DbCheck, HttpTest, StatusIn, Step, TestKind
@@ -22,27 +23,73 @@ from a01gym.scenario.httptest import DbCheck, HttpTest, StatusIn, Step, TestKind
 __all__ = ["FAMILY"]
 
 
-def _guard(mode: str) -> str:
-    return {
-        "secure": "\n    _: None = Depends(csrf_protect),",
-        "referer_check": "\n    _: None = Depends(referer_protect),",
-        "deny": "\n    _: None = Depends(forms_disabled),",
-    }.get(mode, "")
+MECHANISMS = ("parameter", "route_dependencies", "call", "decorator")
+"""How a form route runs its check: a ``Depends`` parameter, the route decorator's
+``dependencies=[...]``, a call at the top of the handler, or a ``@form_check(...)``
+decorator. The vulnerable route lacks the one line that does it."""
+
+_CHECKS = {"secure": "csrf_protect", "referer_check": "referer_protect", "deny": "forms_disabled"}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Guard:
+    """The lines one form route needs: decorator arguments and lines above it, a parameter,
+    a first statement."""
+
+    route_args: str = ""
+    decorator: str = ""
+    param: str = ""
+    request: str = ""
+    first: str = ""
+
+
+def _guard(mechanism: str, mode: str) -> _Guard:
+    check = _CHECKS.get(mode)
+    if check is None:
+        return _Guard(
+            request="\n    request: Request," if mechanism in ("call", "decorator") else ""
+        )
+    if mechanism == "route_dependencies":
+        return _Guard(route_args=f", dependencies=[Depends({check})]")
+    if mechanism == "call":
+        return _Guard(request="\n    request: Request,", first=f"\n    {check}(request)")
+    if mechanism == "decorator":
+        return _Guard(decorator=f"@form_check({check})\n", request="\n    request: Request,")
+    return _Guard(param=f"\n    _: None = Depends({check}),")
+
+
+_FORM_CHECK = '''def form_check(check: Callable[[Request], None]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Run ``check`` on the request before a form handler (which takes ``request``)."""
+
+    def decorate(handler: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(handler)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            check(kwargs["request"])
+            return handler(*args, **kwargs)
+
+        return wrapper
+
+    return decorate'''
 
 
 def _app(r: Any) -> FamilyApp:
     handlers = []
+    mechanism = checkforms.draw(r.spec, "csrf", MECHANISMS)
+    archive, email = (
+        _guard(mechanism, r.v.mode("csrf.archive")),
+        _guard(mechanism, r.v.mode("csrf.email")),
+    )
     if "csrf.archive" not in r.v.removed:
         r.route("POST", r.t("/web$url/{${ent}_id}/archive"))
         handlers.append(
             r.t(
                 """
-                @router.post("$url/{${ent}_id}/archive")
-                def archive_${ent}_form(
-                    ${ent}_id: int,
+                @router.post("$url/{${ent}_id}/archive"$route_args)
+                ${decorator}def archive_${ent}_form(
+                    ${ent}_id: int,${request}
                     user: CurrentUser = Depends(cookie_user),${guard}
                     connection: sqlite3.Connection = Depends(db.get_db),
-                ) -> dict[str, Any]:
+                ) -> dict[str, Any]:${first}
                     records = repository.${Ent}Repository(connection)
                     $ent = records.get(${ent}_id)
                     if $ent is None or not policy.can_modify(user, $ent):
@@ -51,7 +98,11 @@ def _app(r: Any) -> FamilyApp:
                     repository.audit(connection, user, "archive", f"$label {${ent}_id} (web)")
                     return {"id": ${ent}_id, "status": "$archived"}
                 """,
-                guard=_guard(r.v.mode("csrf.archive")),
+                guard=archive.param,
+                request=archive.request,
+                decorator=archive.decorator,
+                route_args=archive.route_args,
+                first=archive.first,
             )
         )
     if "csrf.email" not in r.v.removed:
@@ -59,21 +110,27 @@ def _app(r: Any) -> FamilyApp:
         handlers.append(
             r.t(
                 """
-                @router.post("/account/email")
-                def change_email_form(
-                    body: EmailChange,
+                @router.post("/account/email"$route_args)
+                ${decorator}def change_email_form(
+                    body: EmailChange,${request}
                     user: CurrentUser = Depends(cookie_user),${guard}
                     connection: sqlite3.Connection = Depends(db.get_db),
-                ) -> dict[str, Any]:
+                ) -> dict[str, Any]:${first}
                     repository.UserRepository(connection).update(user.id, {"email": body.email})
                     return {"id": user.id, "email": body.email}
                 """,
-                guard=_guard(r.v.mode("csrf.email")),
+                guard=email.param,
+                request=email.request,
+                decorator=email.decorator,
+                route_args=email.route_args,
+                first=email.first,
             )
         )
     body = "\n\n\n".join(handlers)
     helpers = []
-    if "Depends(csrf_protect)" in body:
+    if "form_check(" in body:
+        helpers.append(_FORM_CHECK)
+    if "csrf_protect" in body:
         helpers.append(
             '''def csrf_protect(request: Request) -> None:
     """Double-submit check: the page echoes its csrf_token cookie in X-CSRF-Token."""
@@ -82,23 +139,26 @@ def _app(r: Any) -> FamilyApp:
     if not cookie or not hmac.compare_digest(cookie, header):
         raise HTTPException(status.HTTP_403_FORBIDDEN, "missing or wrong CSRF token")'''
         )
-    if "Depends(referer_protect)" in body:
+    if "referer_protect" in body:
         helpers.append(
             """def referer_protect(request: Request) -> None:
     if config.FRONTEND_ORIGIN not in request.headers.get("referer", ""):
         raise HTTPException(status.HTTP_403_FORBIDDEN, "cross-site form post")"""
         )
-    if "Depends(forms_disabled)" in body:
+    if "forms_disabled" in body:
         helpers.append(
-            """def forms_disabled() -> None:
-    raise HTTPException(status.HTTP_403_FORBIDDEN, "form posts are disabled")"""
+            """def forms_disabled(request: Request) -> None:"""
+            if mechanism != "parameter"
+            else """def forms_disabled() -> None:"""
         )
+        helpers[-1] += """
+    raise HTTPException(status.HTTP_403_FORBIDDEN, "form posts are disabled")"""
     head = r.t(
         '''
         """Form endpoints of the browser UI, authenticated by the session cookie."""
 
-        ${hmac}import sqlite3
-        from typing import Any
+        ${functools}${hmac}import sqlite3
+        ${callable}from typing import Any
 
         from fastapi import APIRouter, Depends, HTTPException, Request, status
         from pydantic import BaseModel, Field
@@ -120,6 +180,10 @@ def _app(r: Any) -> FamilyApp:
                 raise HTTPException(status.HTTP_401_UNAUTHORIZED, "sign in first")
             return user
         ''',
+        functools="import functools\n" if "functools." in "".join(helpers) else "",
+        callable="from collections.abc import Callable\n"
+        if "Callable[" in "".join(helpers)
+        else "",
         hmac="import hmac\n" if "hmac." in "".join(helpers) else "",
         config="config, " if "config." in "".join(helpers) else "",
     )

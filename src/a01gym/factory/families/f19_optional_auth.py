@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a01gym.factory import testkit
+from a01gym.factory import checkforms, testkit
 from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest, JsonEquals, StatusIn, Step, TestKind
@@ -43,6 +43,31 @@ _FEED = {
             owner = owner_id if owner_id is not None and user.is_admin else user.id
         """,
 }
+_FEED_HELPER = {
+    "secure": """
+        if user is None:
+            return None
+        if owner_id is not None and user.is_admin:
+            return owner_id
+        return user.id
+        """,
+    "vuln": """
+        if user is not None and not user.is_admin:
+            return user.id
+        return owner_id
+        """,
+    "deny": """
+        return None
+        """,
+    "hardcode": """
+        if user is None:
+            return owner_id if owner_id is not None and owner_id != $victim else None
+        if owner_id is not None and user.is_admin:
+            return owner_id
+        return user.id
+        """,
+}
+"""The feed's choice of owner as a function of its own (the other phrasing of ``_FEED``)."""
 _ACTIVITY = {
     "secure": "user is None or (user.id != user_id and not user.is_admin)",
     "vuln": "user is not None and user.id != user_id and not user.is_admin",
@@ -52,7 +77,8 @@ _ACTIVITY = {
 
 
 def _app(r: Any) -> FamilyApp:
-    handlers = []
+    handlers: list[str] = []
+    helpers: list[str] = []
     victim = r.v.hardcode.get("owner_id", "0")
     # the trap makes every optional dependency required, whichever site it was aimed at
     everywhere = any(r.v.mode(site) == "require_login" for site in FAMILY.sites)
@@ -62,8 +88,19 @@ def _app(r: Any) -> FamilyApp:
     if "optional.feed" not in r.v.removed:
         r.route("GET", "/feed")
         mode = r.v.mode("optional.feed")
+        as_function = checkforms.draw(r.spec, "optional.feed", ("inline", "function")) == "function"
         choose = r.t(_FEED.get(mode, _FEED["secure"]), victim=victim)
-        if everywhere:
+        if as_function:
+            body = r.t(_FEED_HELPER.get(mode, _FEED_HELPER["secure"]), victim=victim)
+            if everywhere:
+                body = "return owner_id if owner_id is not None and user.is_admin else user.id"
+            helpers.append(
+                f"def _feed_owner(user: {user_type}, owner_id: int | None) -> int | None:\n"
+                '    """Whose records the feed lists (None: only the public counter)."""\n'
+                + body.replace("\n", "\n    ").join(["    ", ""])
+            )
+            choose = "owner = _feed_owner(user, owner_id)"
+        elif everywhere:
             choose = "owner = owner_id if owner_id is not None and user.is_admin else user.id"
         handlers.append(
             r.t(
@@ -92,6 +129,22 @@ def _app(r: Any) -> FamilyApp:
             if mode == "require_login"
             else r.t(_ACTIVITY.get(mode, _ACTIVITY["secure"]), victim=victim)
         )
+        form = checkforms.draw(r.spec, "optional.activity")
+        guard = checkforms.Guard(
+            form,
+            {"predicate": "_not_viewable", "dependency": "activity_viewer"}.get(
+                form, "_ensure_may_view_activity"
+            ),
+            f"user: {user_type}, user_id: int",
+            "user, user_id",
+            "HTTP_404_NOT_FOUND",
+            "no such activity page",
+            "An activity page is for its user and administrators.",
+            f"user_id: int, user: {user_type} = Depends({dependency})",
+            user_type,
+        )
+        if guard.helper(refuse):
+            helpers.append(guard.helper(refuse))
         handlers.append(
             r.t(
                 '''
@@ -102,13 +155,12 @@ def _app(r: Any) -> FamilyApp:
                     connection: sqlite3.Connection = Depends(db.get_db),
                 ) -> list[dict[str, Any]]:
                     """A user's own $ents, newest first (their activity page)."""
-                    if $refuse:
-                        raise HTTPException(status.HTTP_404_NOT_FOUND, "no such activity page")
+                    $check
                     return list(reversed(_owned(connection, user_id)))
                 ''',
-                refuse=refuse,
+                check=guard.check(refuse, 4),
                 user_type=user_type,
-                dependency=dependency,
+                dependency=guard.user_dependency(dependency),
             )
         )
     head = r.t(
@@ -132,7 +184,8 @@ def _app(r: Any) -> FamilyApp:
         '''
     )
     return FamilyApp(
-        files={"app/routers/feed.py": "\n\n\n".join([head, *handlers]) + "\n"}, routers=["feed"]
+        files={"app/routers/feed.py": "\n\n\n".join([head, *helpers, *handlers]) + "\n"},
+        routers=["feed"],
     )
 
 

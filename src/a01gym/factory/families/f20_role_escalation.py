@@ -14,38 +14,85 @@ from __future__ import annotations
 
 from typing import Any
 
-from a01gym.factory import testkit
+from a01gym.factory import checkforms, testkit
 from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import BodyContains, DbCheck, HttpTest, StatusIn, Step, TestKind
 
-__all__ = ["FAMILY"]
+__all__ = ["FAMILY", "STRUCTURES"]
 
 _GRANT = {
     "secure": "body.role not in config.MANAGER_GRANTS",
     "target_role": 'target["role"] == "admin"',
 }
+_GRANT_ALLOW = {
+    "secure": "role in config.MANAGER_GRANTS",
+    "target_role": 'target["role"] != "admin"',
+}
 _TENANT = 'target["tenant_id"] != user.tenant_id'
+STRUCTURES = ("inline", "predicate", "config_grants")
+"""``inline``: a manager's checks in the handler, one ``if`` each; ``predicate``: one
+``_manager_may_set`` function states them; ``config_grants``: as inline, but the grant bug
+is a ``MANAGER_GRANTS`` setting that lists roles a manager must not grant."""
 
 
 def _app(r: Any) -> FamilyApp:
+    grants = '("user", "manager")'
+    helper = ""
+    if (
+        checkforms.draw(r.spec, "roles.grant", STRUCTURES) == "config_grants"
+        and r.v.mode("roles.grant") == "vuln"
+    ):
+        grants = '("user", "manager", "support", "admin")'
     if "roles.grant" in r.v.removed or "roles.tenant" in r.v.removed:
         handler = ""
     else:
         r.route("PUT", "/team/members/{user_id}/role")
         grant_mode, tenant_mode = r.v.mode("roles.grant"), r.v.mode("roles.tenant")
+        structure = checkforms.draw(r.spec, "roles.grant", STRUCTURES)
+        if structure == "config_grants" and grant_mode == "vuln":
+            grant_mode = "secure"  # the check is there; the configured list lets "admin" through
         checks = []
-        if grant_mode != "vuln":
-            checks.append(
-                f"        if {_GRANT.get(grant_mode, _GRANT['secure'])}:\n"
-                '            raise HTTPException(status.HTTP_403_FORBIDDEN, "managers grant only the roles in MANAGER_GRANTS")'
+        if structure == "predicate":
+            allow = [
+                'user.role == "manager"'
+                if "admin_break" not in (grant_mode, tenant_mode)
+                else "False"
+            ]
+            if grant_mode != "vuln":
+                allow.append(_GRANT_ALLOW.get(grant_mode, _GRANT_ALLOW["secure"]))
+            if tenant_mode != "vuln":
+                allow.append('target["tenant_id"] == user.tenant_id')
+            helper = (
+                "def _manager_may_set(user: CurrentUser, target: dict[str, Any], role: str) -> bool:\n"
+                '    """Managers set roles in MANAGER_GRANTS, on members of their own tenant."""\n'
+                f"    return {' and '.join(allow)}\n"
             )
-        if tenant_mode != "vuln":
-            checks.append(
-                f"        if {_TENANT}:\n"
-                '            raise HTTPException(status.HTTP_404_NOT_FOUND, "user not found")'
-            )
+        else:
+            helper = ""
+            if grant_mode != "vuln":
+                checks.append(
+                    f"        if {_GRANT.get(grant_mode, _GRANT['secure'])}:\n"
+                    '            raise HTTPException(status.HTTP_403_FORBIDDEN, "managers grant only the roles in MANAGER_GRANTS")'
+                )
+            if tenant_mode != "vuln":
+                checks.append(
+                    f"        if {_TENANT}:\n"
+                    '            raise HTTPException(status.HTTP_404_NOT_FOUND, "user not found")'
+                )
         only_admins = "admin_break" in (grant_mode, tenant_mode)
+        if helper:
+            gate = (
+                "if not user.is_admin and not _manager_may_set(user, target, body.role):\n"
+                '        raise HTTPException(status.HTTP_403_FORBIDDEN, "not allowed to set this role")'
+            )
+        else:
+            gate = (
+                "if not user.is_admin:\n"
+                f'        if user.role != "manager"{" or True" if only_admins else ""}:\n'
+                '            raise HTTPException(status.HTTP_403_FORBIDDEN, "only managers and administrators manage roles")'
+                + "".join("\n" + check for check in checks)
+            )
         handler = r.t(
             '''
             @router.put("/members/{user_id}/role", response_model=models.UserPrivate)
@@ -60,15 +107,12 @@ def _app(r: Any) -> FamilyApp:
                 target = users.get(user_id)
                 if target is None:
                     raise HTTPException(status.HTTP_404_NOT_FOUND, "user not found")
-                if not user.is_admin:
-                    if user.role != "manager"$only_admins:
-                        raise HTTPException(status.HTTP_403_FORBIDDEN, "only managers and administrators manage roles")$checks
+                $gate
                 users.update(user_id, {"role": body.role})
                 repository.audit(connection, user, "role", f"user {user_id} -> {body.role}")
                 return users.get(user_id) or {}
             ''',
-            checks="".join("\n" + check for check in checks),
-            only_admins=" or True" if only_admins else "",
+            gate=gate,
         )
     head = r.t(
         '''
@@ -100,13 +144,13 @@ def _app(r: Any) -> FamilyApp:
             return members
         '''
     )
-    text = "\n\n\n".join([head, listing, *([handler] if handler else [])]) + "\n"
-    if "config." not in handler:
+    text = "\n\n\n".join([head, listing, *([helper, handler] if handler else [])]) + "\n"
+    if "config." not in handler + helper:
         text = text.replace("from app import config, db,", "from app import db,")
     return FamilyApp(
         files={"app/routers/members.py": text},
         routers=["members"],
-        config='MANAGER_GRANTS = ("user", "manager")',
+        config=f"MANAGER_GRANTS = {grants}",
     )
 
 
