@@ -4,7 +4,8 @@ The supervisor never forks the app itself: forking from its running event loop i
 a child would inherit its memory, bearer token included. It asks a *launcher* instead, over a
 ``SOCK_SEQPACKET`` socket, one JSON object per packet::
 
-    supervisor -> {"entrypoint": "app.main:app"}    launcher -> {"started": pid}
+    supervisor -> {"entrypoint": "app.main:app",    launcher -> {"started": pid}
+                   "preload": ["sqlalchemy"]}
                                                     launcher -> {"failed": "why"}
     supervisor -> {"stop": pid}                     launcher -> {"exited": pid, "code": n}
                                                     launcher -> {"ready": pid}
@@ -42,6 +43,7 @@ from typing import Any
 from a01gym.sandbox import isolation
 from a01gym.sandbox.app_process import MAX_ENTRYPOINT_BYTES, run_app
 from a01gym.sandbox.layout import Layout
+from a01gym.sandbox.preloads import Preloader
 
 __all__ = ["AppLauncher", "LaunchedApp", "dispatch", "fork_app", "serve", "spawn_app_zygote"]
 
@@ -52,6 +54,7 @@ class LaunchedApp:
     ns_pid: int  # as the supervisor sees it
     ready: int  # read end: one byte when the app serves
     go: int  # write end of a standby's entrypoint pipe, else -1
+    generation: int = 0  # the preloads it was forked with (see :class:`preloads.Preloader`)
 
 
 def fork_app(
@@ -113,6 +116,8 @@ class AppLauncher:
             callback, which the loop calls when the descriptor is readable (see :func:`serve`).
         fork: starts an app (``None``: a standby).
         sweep_sessions: without a PID namespace, killing an app also kills its session.
+        preloader: imports what an app start names in ``preload`` before forking it (the
+            machine zygote); without one, ``preload`` is ignored and apps import for themselves.
     """
 
     def __init__(
@@ -122,8 +127,10 @@ class AppLauncher:
         fork: Callable[[str | None], LaunchedApp],
         *,
         sweep_sessions: bool = False,
+        preloader: Preloader | None = None,
     ) -> None:
         self._sock = sock
+        self._preloader = preloader
         self._selector = selector
         self._fork = fork
         self._sweep_sessions = sweep_sessions
@@ -149,6 +156,8 @@ class AppLauncher:
             self._standby = self._watch(self._fork(None))
 
     def _watch(self, app: LaunchedApp) -> LaunchedApp:
+        if self._preloader is not None:  # it was forked just now
+            app.generation = self._preloader.generation
         try:
             pidfd = os.pidfd_open(app.pid)
         except OSError:
@@ -190,10 +199,11 @@ class AppLauncher:
         try:
             message = json.loads(raw)
             entrypoint, stop = message.get("entrypoint"), message.get("stop")
+            preload = [n for n in message.get("preload", []) if isinstance(n, str)]
         except Exception:  # ValueError, RecursionError, a list instead of an object...
-            entrypoint, stop = None, None
+            entrypoint, stop, preload = None, None, []
         if isinstance(entrypoint, str) and 0 < len(entrypoint.encode()) <= MAX_ENTRYPOINT_BYTES:
-            self._start(entrypoint)
+            self._start(entrypoint, preload)
         elif isinstance(stop, int):
             for app in self._apps.values():
                 if app.ns_pid == stop and app.pid in self._started:
@@ -201,11 +211,16 @@ class AppLauncher:
         else:  # only our supervisor writes here: a bug, not an attack; keep serving
             self._send({"failed": f"bad launcher message: {raw[:200]!r}"})
 
-    def _start(self, entrypoint: str) -> None:
+    def _start(self, entrypoint: str, preload: list[str]) -> None:
         for pid in self._started:  # one app at a time, whatever the supervisor believes
             self._kill(pid)
         standby, self._standby = self._standby, None
         app = None
+        if self._preloader is not None:
+            self._preloader.ensure(preload)
+            if standby is not None and self._preloader.stale(standby.generation, preload):
+                self._close_go(standby)  # it exits, and is reaped as a standby
+                standby = None
         if standby is not None:
             with contextlib.suppress(OSError):  # it died; its exit is reaped as usual
                 os.write(standby.go, entrypoint.encode())

@@ -35,7 +35,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from a01gym.sandbox import appserver, isolation, tracebacks, warmup
+from a01gym.sandbox import appserver, isolation, preloads, tracebacks, warmup
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import AppState, AppStatus
 
@@ -291,7 +291,8 @@ class AppProcess:
         self._ready = loop.create_future()
         self.state = AppState.STARTING
         try:
-            self._sock.send(json.dumps({"entrypoint": entrypoint}).encode())
+            wanted = preloads.wanted_by(self._layout.workspace)
+            self._sock.send(json.dumps({"entrypoint": entrypoint, "preload": wanted}).encode())
             async with asyncio.timeout(self._start_timeout_s):
                 self.pid = await self._started
         except TimeoutError:

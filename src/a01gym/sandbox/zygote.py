@@ -48,6 +48,7 @@ from a01gym.config import SandboxLimits
 from a01gym.sandbox import control, cow, isolation, warmup
 from a01gym.sandbox.app_launcher import AppLauncher, LaunchedApp, dispatch, fork_app
 from a01gym.sandbox.layout import Layout
+from a01gym.sandbox.preloads import Preloader
 from a01gym.sandbox.spare_cpu import SpareCpu
 from a01gym.sandbox.supervisor import SupervisorLimits
 
@@ -91,12 +92,6 @@ PRELOAD = [
     "re",
     "secrets",
     "sqlite3",
-    # The factory's ORM data-access style: importing SQLAlchemy costs an app ~0.3-0.8 s. These
-    # three are all an app's first session needs (nothing more loads lazily); using them here
-    # too left ~1.8 MB more copied pages in every sandbox, importing them ~0.6 MB.
-    "sqlalchemy",
-    "sqlalchemy.orm",
-    "sqlalchemy.dialects.sqlite",
     "string",
     "typing",
     "urllib.parse",
@@ -122,6 +117,7 @@ class _Zygote:
     def __init__(self, capabilities: isolation.Capabilities) -> None:
         self.capabilities = capabilities
         self.spare_cpu = SpareCpu()  # standbys warm up only when the machine is idle
+        self.preloader = Preloader()  # SQLAlchemy and the like, once an app needs them
         self.selector = selectors.DefaultSelector()
         self.children: dict[str, dict[str, Any]] = {}
         self.buffer = b""
@@ -213,7 +209,11 @@ class _Zygote:
             return fork_app(layout, confine, entrypoint=entrypoint, warm=warm_now, join=join)
 
         launcher = AppLauncher(
-            child.pop("socket"), self.selector, fork, sweep_sessions=join is None
+            child.pop("socket"),
+            self.selector,
+            fork,
+            sweep_sessions=join is None,
+            preloader=self.preloader,
         )
         launcher.start_standby()
         return launcher
