@@ -11,7 +11,7 @@ import psutil
 import pytest
 
 from a01gym.config import SandboxLimits
-from a01gym.errors import SandboxLostError
+from a01gym.errors import SandboxLostError, SandboxStartError
 from a01gym.sandbox.local import LocalBackend
 
 
@@ -65,6 +65,24 @@ async def test_wall_clock_deadline_kills_the_sandbox():
         await asyncio.wait_for(sandbox.exited.wait(), 10)
         assert sandbox.exit_reason == "deadline"
         await backend.release(sandbox)
+
+
+async def test_a_supervisor_that_dies_while_starting_fails_its_acquire_at_once(monkeypatch):
+    """A supervisor that crashes after the zygote reported its pid ends the acquire with its
+    own error (from its log), instead of holding it for the 20 s readiness timeout."""
+    async with LocalBackend(pool_size=0) as backend:
+        command = backend._command
+
+        async def unknown_limit(message):
+            if message["op"] == "spawn":  # the supervisor cannot build its limits: it exits
+                message = {**message, "supervisor": {**message["supervisor"], "bogus_limit": 1}}
+            await command(message)
+
+        monkeypatch.setattr(backend, "_command", unknown_limit)
+        with pytest.raises(SandboxStartError, match="bogus_limit"):
+            async with asyncio.timeout(10):
+                await backend.acquire()
+        assert backend.stats().in_use == 0 and backend.stats().starting == 0
 
 
 @pytest.mark.slow

@@ -1,7 +1,8 @@
 """Nothing agent-written or generated is executed in a host process: no ``exec``, ``eval``,
 ``compile``, ``__import__`` or ``runpy`` anywhere in the package, and a module is imported by
 name only where the sandbox does it, inside the sandbox (the app process imports the
-workspace's entrypoint after isolation is applied; the zygote preloads a fixed list).
+workspace's entrypoint after isolation is applied; the zygote preloads a fixed list, and
+on demand the fixed optional list of ``sandbox/preloads.py``, whatever names it is sent).
 
 The containment tests (test_sandbox_containment.py, test_sandbox_bwrap.py) check the other
 half: what runs inside a sandbox cannot reach the host.
@@ -15,7 +16,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[2] / "src" / "a01gym"
 _BANNED_CALLS = {"exec", "eval", "compile", "__import__"}
 _BANNED_MODULES = {"runpy", "code", "codeop"}
-_IMPORT_BY_NAME_ALLOWED = {"sandbox/app_process.py", "sandbox/zygote.py"}
+_IMPORT_BY_NAME_ALLOWED = {"sandbox/app_process.py", "sandbox/zygote.py", "sandbox/preloads.py"}
 
 
 def _offences(path: Path, root: Path = SRC) -> list[str]:

@@ -30,7 +30,6 @@ import logging
 import os
 import secrets
 import shutil
-import socket
 import sys
 import time
 from pathlib import Path
@@ -38,7 +37,7 @@ from typing import Any
 
 from a01gym.config import SandboxSettings, get_settings
 from a01gym.errors import SandboxError, SandboxStartError
-from a01gym.sandbox import admission, isolation
+from a01gym.sandbox import admission, isolation, readiness
 from a01gym.sandbox.backend import BackgroundReleases, PoolStats
 from a01gym.sandbox.client import SupervisorClient
 from a01gym.sandbox.layout import Layout
@@ -101,6 +100,7 @@ class LocalBackend:
         self._starting = 0
         self._closing = False
         self._spawned: dict[str, asyncio.Future[int]] = {}
+        self._exited_starting: dict[str, asyncio.Event] = {}  # until each one serves
         self._by_id: dict[str, LocalSandbox] = {}
         # Oldest-freed first: a uid (one per slot) rests as long as possible between sandboxes.
         self._free_slots = collections.deque(range(self.settings.max_sandboxes))
@@ -327,6 +327,7 @@ class LocalBackend:
             os.chown(layout.root, uid, uid)
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._spawned[sandbox_id] = future
+        exited = self._exited_starting[sandbox_id] = asyncio.Event()
         started = time.perf_counter()
         try:
             await self._command(
@@ -349,7 +350,7 @@ class LocalBackend:
             )
             async with asyncio.timeout(_READY_TIMEOUT_S):
                 pid = await future
-            token = await self._wait_ready(layout, started)
+            token = await readiness.wait_ready(layout, started + _READY_TIMEOUT_S, exited)
         except BaseException as exc:
             self._spawned.pop(sandbox_id, None)
             log_file = layout.root / "supervisor.log"
@@ -366,6 +367,7 @@ class LocalBackend:
             raise
         finally:
             self._spawned.pop(sandbox_id, None)
+            self._exited_starting.pop(sandbox_id, None)
         sandbox = LocalSandbox(
             id=sandbox_id,
             layout=layout,
@@ -389,18 +391,6 @@ class LocalBackend:
             raise
         return sandbox
 
-    async def _wait_ready(self, layout: Layout, started: float) -> str:
-        """Poll until the control socket answers; return the supervisor's token."""
-        delay = 0.001
-        while time.perf_counter() - started < _READY_TIMEOUT_S:
-            # The token is written before the socket is created, so a socket that accepts
-            # means the supervisor is serving.
-            if layout.token.exists() and _accepts(str(layout.control_sock)):
-                return layout.token.read_text().strip()
-            await asyncio.sleep(delay)
-            delay = min(delay * 1.5, 0.02)
-        raise TimeoutError("control socket never answered")
-
     async def _read_events(self) -> None:
         assert self._zygote is not None and self._zygote.stdout is not None
         while line := await self._zygote.stdout.readline():
@@ -411,6 +401,8 @@ class LocalBackend:
                 if future is not None and not future.done():
                     future.set_result(event["pid"])
             elif event["event"] == "exited":
+                if (exited := self._exited_starting.get(sandbox_id)) is not None:
+                    exited.set()
                 future = self._spawned.get(sandbox_id)
                 if future is not None and not future.done():
                     future.set_exception(SandboxError("exited during start", sandbox_id=sandbox_id))
@@ -480,16 +472,3 @@ class LocalBackend:
             pooled=pooled,
             waiting=self._waiting + self.gate.waiting,
         )
-
-
-def _accepts(path: str) -> bool:
-    """Whether a Unix socket at ``path`` accepts connections right now."""
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.setblocking(False)
-    try:
-        probe.connect(path)
-    except OSError:
-        return False
-    finally:
-        probe.close()
-    return True
