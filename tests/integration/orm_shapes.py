@@ -10,16 +10,18 @@ RELATIONSHIP_SITES = (("F07", "record.list"), ("F08", "record.export"))
 """The families the relationship shape is attached to, with the site it reads through."""
 
 
-def relationship_bundle(family: str, site: str, fix: str) -> Bundle:
+def relationship_bundle(
+    family: str, site: str, fix: str, trap: str | None = "over_filter"
+) -> Bundle:
     """The first ORM template scenario of ``family`` whose ``site`` reads its records through
-    the relationship, whose reference fix takes the form ``fix``, and whose traps include the
-    over-fix (``over_filter``: hiding children the caller may see)."""
+    the relationship, whose condition takes the form ``fix``, and whose traps include ``trap``
+    (by default the over-fix, ``over_filter``: hiding children the caller may see)."""
     cfg = config.FactoryConfig(count=60, families=[family], seed=5)
     for request in author.plan(cfg):
         spec = styles.restyled(author.TemplateAuthor().draft(request), "sqlalchemy")
         if (
             site in spec.bug.sites
-            and "over_filter" in spec.traps
+            and (trap is None or trap in spec.traps)
             and orm_relationship.drawn(spec, site)
             and orm_relationship.fix(spec) == fix
         ):

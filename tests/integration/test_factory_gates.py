@@ -106,6 +106,14 @@ async def test_relationship_shape_passes_every_gate(family: str, site: str, fix:
     assert over_fix.score == 0.0 and over_fix.regression < 1.0
 
 
+async def test_secure_export_read_through_the_relationship_passes_every_gate() -> None:
+    # F03 scenarios draw the shape too: their reference fix routes the export through the
+    # repository, whose secure relationship read must keep every legitimate row.
+    bundle = relationship_bundle("F03", "record.export", "scoped", trap=None)
+    assert "selectinload(User." in bundle.workspace["app/repository.py"].decode()
+    await _passes_every_gate(bundle)
+
+
 async def _passes_every_gate(bundle: Bundle) -> gates.GateReport:
     async with LocalBackend(pool_size=2) as backend:
         report = await gates.gate_bundle(backend, bundle, seed=3, semaphore=asyncio.Semaphore(2))
