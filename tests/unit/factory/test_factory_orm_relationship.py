@@ -175,7 +175,7 @@ def test_over_filter_trap_keeps_only_the_callers_own_children(family: str) -> No
 
 
 def test_the_shape_is_registered_once() -> None:
-    assert orm_repository.SHAPES.count(orm_relationship) == 1  # type: ignore[arg-type]
+    assert orm_repository.SHAPES.count(orm_relationship) == 1
 
 
 def test_sqlite_apps_never_render_the_shape() -> None:

@@ -5,13 +5,15 @@ The same sites and modes as the plain-SQL repository (:mod:`a01gym.factory.appda
 way SQLAlchemy 2.0 code is: the vulnerable list is a ``select`` without the policy's ``where``,
 the vulnerable repository loader a bare ``session.get``, the vulnerable export a ``select`` of
 every row; the reference fix adds exactly the missing condition (or the filter over the rows
-that F08's drawn style puts in the repository or the handler).
+that F08's drawn style puts in the repository or the handler). ORM bug shapes of their own
+(:data:`SHAPES`: the relationship that loads too much, :mod:`.orm_relationship`) render the
+list or the exports instead where their scenario draws them.
 """
 
 from __future__ import annotations
 
 import textwrap
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from a01gym.factory.codetext import indent
 from a01gym.factory.families.f07_tenant_lists import UNSCOPED_LIST, list_bug
@@ -33,11 +35,11 @@ class OrmShape(Protocol):
     def export_body(self, spec: Any, mode: str) -> str | None: ...
 
 
-SHAPES: tuple[OrmShape, ...] = (orm_relationship,)  # type: ignore[assignment]
+SHAPES: tuple[OrmShape, ...] = (orm_relationship,)
 """The registry: one line per shape module."""
 
 
-def _shaped(r: Any, part: str, mode: str) -> str | None:
+def _shaped(r: Any, part: Literal["list_body", "export_body"], mode: str) -> str | None:
     """The first registered shape's ``part`` body for ``r``'s spec in ``mode``."""
     for shape in SHAPES:
         body = getattr(shape, part)(r.spec, mode)
