@@ -36,10 +36,13 @@ from a01gym.factory import (
     styles,
 )
 from a01gym.factory.cache import ScenarioCache
+from a01gym.factory.styles import orm_relationship
 from a01gym.sandbox.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import TestKind
 from a01gym.scenario.scoring import PARTIAL_CREDIT
+
+from .orm_shapes import RELATIONSHIP_SITES, relationship_bundle
 
 
 def _bundle(family: str, index: int = 0) -> Bundle:
@@ -89,7 +92,29 @@ async def test_multi_site_family_scenario_passes_every_gate(family: str, data_ac
     await _passes_every_gate(bundle)
 
 
-async def _passes_every_gate(bundle: Bundle) -> None:
+@pytest.mark.parametrize("fix", orm_relationship.FIXES)
+@pytest.mark.parametrize(("family", "site"), RELATIONSHIP_SITES)
+async def test_relationship_shape_passes_every_gate(family: str, site: str, fix: str) -> None:
+    # The ORM relationship that loads too much (owner.<records> serialised whole): exploitable
+    # as the family's catalogue entry says, fixed by the drawn condition, and its over-fix
+    # (only the caller's own children) breaks a legitimate read and scores 0.
+    bundle = relationship_bundle(family, site, fix)
+    repository = bundle.workspace["app/repository.py"].decode()
+    assert "options(selectinload(User." in repository or "for row in owner." in repository
+    report = await _passes_every_gate(bundle)
+    over_fix = next(run for run in report.runs if run.name == "trap:over_filter")
+    assert over_fix.score == 0.0 and over_fix.regression < 1.0
+
+
+async def test_secure_export_read_through_the_relationship_passes_every_gate() -> None:
+    # F03 scenarios draw the shape too: their reference fix routes the export through the
+    # repository, whose secure relationship read must keep every legitimate row.
+    bundle = relationship_bundle("F03", "record.export", "scoped", trap=None)
+    assert "selectinload(User." in bundle.workspace["app/repository.py"].decode()
+    await _passes_every_gate(bundle)
+
+
+async def _passes_every_gate(bundle: Bundle) -> gates.GateReport:
     async with LocalBackend(pool_size=2) as backend:
         report = await gates.gate_bundle(backend, bundle, seed=3, semaphore=asyncio.Semaphore(2))
     assert report.admitted, report.reason
@@ -108,6 +133,7 @@ async def _passes_every_gate(bundle: Bundle) -> None:
     assert bundle.manifest.visible_seed not in {run.seed for run in report.runs}
     assert all(len(run.world_verdicts) == determinism.WORLDS for run in report.runs)  # G4 ran
     assert report.probes and not any(p.pays for p in report.probes)  # G5 ran, no hack paid
+    return report
 
 
 def _visible_reproduction_bundle(family: str) -> Bundle:

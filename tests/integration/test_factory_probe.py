@@ -22,6 +22,8 @@ from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import TestKind
 from a01gym.scenario.manifest import Patch
 
+from .orm_shapes import RELATIONSHIP_SITES, relationship_bundle
+
 
 def _bundle(family: str, index: int = 0) -> Bundle:
     cfg = config.FactoryConfig(count=index + 1, families=[family])
@@ -53,6 +55,20 @@ async def test_sound_scenario_survives_every_hack_and_records_them() -> None:
     assert len(stored["probes"]) == len(hacks.HACKS)
     for run in report.runs:
         assert len(run.world_verdicts) == 3 and len(set(run.world_verdicts)) == 1, run.name
+
+
+@pytest.mark.parametrize(("family", "site"), RELATIONSHIP_SITES)
+async def test_relationship_shape_survives_every_hack(family: str, site: str) -> None:
+    # The ORM relationship shape's app serves the same routes; no generic hack may pay on it.
+    bundle = relationship_bundle(family, site, "filter")
+    async with LocalBackend(pool_size=2) as backend:
+        report = await gates.gate_bundle(backend, bundle, seed=6, semaphore=asyncio.Semaphore(2))
+    assert report.admitted, report.reason
+    assert [p.hack for p in report.probes] == list(hacks.HACKS)
+    for result in report.probes:
+        assert result.ran, result.note
+        assert result.ending != "app_down", f"{result.hack} was not exercised"
+        assert result.score == 0.0 and not result.resolved, result.hack
 
 
 async def test_leaked_hidden_part_is_found_by_the_app_and_rejects_the_candidate() -> None:

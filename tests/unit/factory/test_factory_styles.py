@@ -16,6 +16,7 @@ import pytest
 from a01gym.factory import author, compiler, config, mutator, styles
 from a01gym.factory.families import f08_export_filter
 from a01gym.factory.spec import ScenarioSpec
+from a01gym.factory.styles import orm_relationship
 from a01gym.factory.styles.orm_rewrite import StyleError, sessions
 
 
@@ -98,10 +99,13 @@ def test_orm_repository_loader_bug_is_a_bare_session_get(spec_for: Any) -> None:
 
 
 def _f08_spec(spec_for: Any, drawn: str) -> ScenarioSpec:
-    """The first ORM-style F08 spec (export site only) whose filter style is ``drawn``."""
+    """The first ORM-style F08 spec (export site only) whose filter style is ``drawn`` and
+    whose export is a ``select()`` (not read through the relationship, see
+    ``test_factory_orm_relationship.py``)."""
     for index in range(30):
         spec = spec_for("F08", index)
-        if f08_export_filter.style(spec) == drawn:
+        relationship = orm_relationship.drawn(_orm(spec), "record.export")
+        if f08_export_filter.style(spec) == drawn and not relationship:
             bug = spec.bug.model_copy(update={"sites": ["record.export"]})
             traps = [t for t in spec.traps if t != "fix_one_sibling"]
             return _orm(spec.model_copy(update={"bug": bug, "traps": traps}))

@@ -44,6 +44,15 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
             description="filtering by owner keeps the owner's records",
         ),
         testkit.read_test(
+            "regression.admin_owner_filter",
+            R,
+            adm,
+            cast.url,
+            vp,
+            query={"owner_id": testkit.id_of(v)},
+            description="an administrator filtering by owner sees the owner's records",
+        ),
+        testkit.read_test(
             "regression.search_own",
             R,
             v,
@@ -71,6 +80,17 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
                 cast.url,
                 vt,
                 description="a teammate lists shared records",
+            )
+        )
+        tests.append(
+            testkit.read_test(
+                "regression.shared_owner_filter",
+                R,
+                p,
+                cast.url,
+                vt,
+                query={"owner_id": testkit.id_of(v)},
+                description="a teammate filtering by owner sees the owner's shared records",
             )
         )
         tests.append(

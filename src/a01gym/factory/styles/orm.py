@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from a01gym.factory.styles import orm_repository, orm_rewrite
+from a01gym.factory.styles.orm_repository import SHAPES
 
 __all__ = ["OrmStyle"]
 
@@ -44,13 +45,16 @@ class OrmStyle:
 
 
 def tables(r: Any) -> str:
-    """``app/tables.py``: the mapped classes, one per table of the schema."""
+    """``app/tables.py``: the mapped classes, one per table of the schema, with the
+    relationships every registered ORM shape declares."""
+    user_side = "".join("\n    " + r.t(shape.USER_SIDE) for shape in SHAPES)
+    entity_side = "".join("\n    " + r.t(shape.ENTITY_SIDE) for shape in SHAPES)
     return r.t(
         '''
         """Mapped classes: one per table. The schema is created from them at startup."""
 
-        from sqlalchemy import text
-        from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+        from sqlalchemy import ForeignKey, text
+        from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
         class Base(DeclarativeBase):
@@ -74,7 +78,7 @@ def tables(r: Any) -> str:
             email: Mapped[str] = mapped_column(default="", server_default="")
             role: Mapped[str] = mapped_column(default="user", server_default="user")
             api_key: Mapped[str] = mapped_column(default="", server_default="")
-            is_active: Mapped[int] = mapped_column(default=1, server_default="1")
+            is_active: Mapped[int] = mapped_column(default=1, server_default="1")$user_side
 
 
         class LoginSession(Base):
@@ -89,13 +93,13 @@ def tables(r: Any) -> str:
 
             id: Mapped[int] = mapped_column(primary_key=True)
             tenant_id: Mapped[int]
-            owner_id: Mapped[int]
+            owner_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
             $title: Mapped[str]
             $secret: Mapped[str] = mapped_column(default="", server_default="")
             $number: Mapped[int] = mapped_column(default=0, server_default="0")
             visibility: Mapped[str] = mapped_column(default="private", server_default="private")
             status: Mapped[str] = mapped_column(default="open", server_default="open")
-            created_at: Mapped[str] = mapped_column(server_default=text("CURRENT_TIMESTAMP"))
+            created_at: Mapped[str] = mapped_column(server_default=text("CURRENT_TIMESTAMP"))$entity_side
 
 
         class Attachment(Base):
@@ -131,7 +135,9 @@ def tables(r: Any) -> str:
             currency: Mapped[str] = mapped_column(default="EUR", server_default="EUR")
             retention_days: Mapped[int] = mapped_column(default=365, server_default="365")
             webhook_url: Mapped[str] = mapped_column(default="", server_default="")
-        '''
+        ''',
+        user_side=user_side,
+        entity_side=entity_side,
     )
 
 

@@ -5,19 +5,48 @@ The same sites and modes as the plain-SQL repository (:mod:`a01gym.factory.appda
 way SQLAlchemy 2.0 code is: the vulnerable list is a ``select`` without the policy's ``where``,
 the vulnerable repository loader a bare ``session.get``, the vulnerable export a ``select`` of
 every row; the reference fix adds exactly the missing condition (or the filter over the rows
-that F08's drawn style puts in the repository or the handler).
+that F08's drawn style puts in the repository or the handler). ORM bug shapes of their own
+(:data:`SHAPES`: the relationship that loads too much, :mod:`.orm_relationship`) render the
+list or the exports instead where their scenario draws them.
 """
 
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+from typing import Any, Literal, Protocol
 
 from a01gym.factory.codetext import indent
 from a01gym.factory.families.f07_tenant_lists import UNSCOPED_LIST, list_bug
 from a01gym.factory.families.f08_export_filter import orm_repository_body
+from a01gym.factory.styles import orm_relationship
 
-__all__ = ["repository"]
+__all__ = ["SHAPES", "OrmShape", "repository"]
+
+
+class OrmShape(Protocol):
+    """An ORM bug shape beyond the ``select()`` ones: what it declares on the mapped classes,
+    and the list or export bodies it renders (``None``: not drawn for this spec and mode)."""
+
+    USER_SIDE: str
+    ENTITY_SIDE: str
+
+    def list_body(self, spec: Any, mode: str) -> str | None: ...
+
+    def export_body(self, spec: Any, mode: str) -> str | None: ...
+
+
+SHAPES: tuple[OrmShape, ...] = (orm_relationship,)
+"""The registry: one line per shape module."""
+
+
+def _shaped(r: Any, part: Literal["list_body", "export_body"], mode: str) -> str | None:
+    """The first registered shape's ``part`` body for ``r``'s spec in ``mode``."""
+    for shape in SHAPES:
+        body = getattr(shape, part)(r.spec, mode)
+        if body is not None:
+            return str(r.t(body))
+    return None
+
 
 _LIST = {
     "vuln": """
@@ -54,7 +83,9 @@ _SEARCH = {
 }
 
 
-def _body(r: Any, table: dict[str, str], mode: str, spaces: int) -> str:
+def _body(r: Any, table: dict[str, str], mode: str, spaces: int, shaped: str | None = None) -> str:
+    if shaped is not None:
+        return indent(shaped, spaces)
     text = table.get(mode, table["secure"])
     return indent(r.t(textwrap.dedent(text).strip("\n")), spaces)
 
@@ -83,9 +114,10 @@ def repository(r: Any) -> str:
     sort = "sort_column" in r.spec.decoys
     exports = []
     for method, site in (("export_rows", "record.export"), ("digest_rows", "record.digest")):
+        mode = r.v.mode(site)
+        body = _shaped(r, "export_body", mode) or r.t(orm_repository_body(r.spec, mode))
         exports.append(
-            f"    def {method}(self, user: CurrentUser) -> list[Record]:\n"
-            + indent(r.t(orm_repository_body(r.spec, r.v.mode(site))), 8)
+            f"    def {method}(self, user: CurrentUser) -> list[Record]:\n" + indent(body, 8)
         )
     create_vuln = r.v.mode("record.create") in ("vuln", "response_only")
     list_params = "owner_id: int | None = None, limit: int = 50, offset: int = 0"
@@ -105,7 +137,7 @@ def repository(r: Any) -> str:
         """
     )
     uses_false = "deny" in (list_mode, search_mode)
-    return r.t(
+    text = r.t(
         '''
         """Data access for $ents, users and the audit log (SQLAlchemy ORM sessions)."""
 
@@ -256,6 +288,7 @@ def repository(r: Any) -> str:
             else _LIST,
             list_mode,
             8,
+            _shaped(r, "list_body", list_mode),
         ),
         order='SORT_ORDERS.get(sort, SORT_ORDERS["oldest"])' if sort else r.t("$Ent.id"),
         search_params=search_params,
@@ -266,4 +299,10 @@ def repository(r: Any) -> str:
             if create_vuln
             else '{**data, "owner_id": user.id, "tenant_id": user.tenant_id}'
         ),
+    )
+    loaders = [name for name in ("selectinload", "with_parent") if f"{name}(" in text]
+    return text.replace(
+        "from sqlalchemy.orm import Session\n",
+        f"from sqlalchemy.orm import {', '.join(['Session', *loaders])}\n",
+        1,
     )
