@@ -130,11 +130,17 @@ async def _sandboxes(
     if backend is not None or not config.gates.enabled:
         yield backend
         return
+    from a01gym.pool_settings import PoolGrowthSettings
     from a01gym.sandbox.local import LocalBackend
 
-    # No standby warm-ups: they trade CPU for acquire latency, and a build is bound by CPU,
-    # not by how fast one sandbox is acquired.
-    async with LocalBackend(pool_size=config.gates.workers + 2, warm_standby=False) as local:
+    # No standby warm-ups and no pool growth: they trade CPU for acquire latency, and a build
+    # is bound by CPU, not by how fast a candidate gets its one sandbox (a grown pool would
+    # mostly hold sandboxes forked for nothing).
+    async with LocalBackend(
+        pool_size=config.gates.workers + 2,
+        warm_standby=False,
+        pool_growth=PoolGrowthSettings(enabled=False),
+    ) as local:
         yield local
 
 
