@@ -12,7 +12,7 @@ known to be 0 (``stop_at_zero``: a regression failed, or every exploit got throu
 of one candidate take turns on one sandbox, the one its other gate runs used
 (:mod:`a01gym.factory.lease`: our own patches, so nothing of one can leak into the next:
 loading a workspace wipes the files, the database and the app), the hacks that only
-wait for a timeout (a stalled app) go last and hold no CPU worker while they wait, and the
+wait for a timeout (a stalled app) go first and hold no CPU worker while they wait, and the
 battery stops at the first hack that pays.
 """
 
@@ -155,9 +155,10 @@ async def probe_bundle(
         if lease is None:
             lease = await stack.enter_async_context(SandboxLease(backend))
         runs = _Battery(lease, bundle, semaphore or asyncio.Semaphore(1))
-        # The waiting hacks last, so the CPU-bound ones never queue behind a timeout.
+        # The waiting hacks first: while one waits, other candidates use the CPU workers, and
+        # a build's last candidates end on CPU work, not on a timeout with idle cores.
         by_name = {
-            hack.name: await runs.run(hack) for hack in sorted(chosen, key=lambda h: h.waits)
+            hack.name: await runs.run(hack) for hack in sorted(chosen, key=lambda h: not h.waits)
         }
     return [by_name[hack.name] for hack in chosen]
 
