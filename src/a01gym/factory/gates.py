@@ -31,10 +31,11 @@ parallel.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -255,22 +256,29 @@ CANDIDATES_PER_WORKER = 6
 
 
 class Gatekeeper:
-    """Gates candidates as they arrive, with at most ``workers`` sandbox runs busy at a time.
+    """Gates candidates with at most ``workers`` sandbox runs busy at a time.
 
-    At most ``CANDIDATES_PER_WORKER × workers`` candidates are in flight, so they finish (and
-    reach the cache) one after another instead of all at the end: G5 starts only once a
-    candidate's other runs are done, and would otherwise queue behind every other candidate.
+    At most ``CANDIDATES_PER_WORKER × workers`` candidates hold a :meth:`place` at once, so
+    they finish (and reach the cache) one after another instead of all at the end: G5 starts
+    only once a candidate's other runs are done, and would otherwise queue behind every other
+    candidate. A build also authors a candidate inside its place, so authoring keeps pace with
+    the gates instead of running ahead and starving the event loop that drives the sandboxes.
     """
 
-    def __init__(self, backend: SandboxBackend, *, workers: int, seed: int = 0) -> None:
-        self.backend, self.seed = backend, seed
+    def __init__(self, *, workers: int, seed: int = 0) -> None:
+        self.seed = seed
         self._runs = asyncio.Semaphore(workers)
-        self._in_flight = asyncio.Semaphore(CANDIDATES_PER_WORKER * workers)
+        self._places = asyncio.Semaphore(CANDIDATES_PER_WORKER * workers)
 
-    async def gate(self, bundle: Bundle) -> GateReport:
-        """Every gate on ``bundle`` (waits for a place among the candidates in flight)."""
-        async with self._in_flight:
-            return await gate_bundle(self.backend, bundle, seed=self.seed, semaphore=self._runs)
+    @contextlib.asynccontextmanager
+    async def place(self) -> AsyncIterator[None]:
+        """A place among the candidates in flight; hold it while gating one."""
+        async with self._places:
+            yield
+
+    async def gate(self, backend: SandboxBackend, bundle: Bundle) -> GateReport:
+        """Every gate on ``bundle``, in ``backend``'s sandboxes (hold a :meth:`place`)."""
+        return await gate_bundle(backend, bundle, seed=self.seed, semaphore=self._runs)
 
 
 async def gate_many(
@@ -286,10 +294,11 @@ async def gate_many(
     Args:
         on_done: called with (index, report) as each candidate finishes (progress bars).
     """
-    keeper = Gatekeeper(backend, workers=workers, seed=seed)
+    keeper = Gatekeeper(workers=workers, seed=seed)
 
     async def one(index: int, bundle: Bundle) -> GateReport:
-        report = await keeper.gate(bundle)
+        async with keeper.place():
+            report = await keeper.gate(backend, bundle)
         if on_done is not None:
             on_done(index, report)
         return report

@@ -222,40 +222,38 @@ async def build(
 
     with cache.writer():
         drafter = _Drafter(author, config.gates.workers, len(requests), progress)
-        # Drafting starts now, while the backend's zygote starts.
-        drafts = [asyncio.ensure_future(drafter.draft(r)) for r in requests]
+        keeper = gates.Gatekeeper(workers=config.gates.workers, seed=config.seed)
+        # Set once the backend is up (None: the gates are off); the first candidates are
+        # authored while its zygote starts.
+        ready: asyncio.Future[SandboxBackend | None] = asyncio.get_running_loop().create_future()
+
+        async def one(request: DraftRequest) -> None:
+            async with keeper.place():
+                candidate = await drafter.draft(request)
+                if candidate.bundle is None:
+                    logger.info(
+                        "candidate %d rejected at %s: %s",
+                        request.index,
+                        candidate.stage,
+                        candidate.reason,
+                    )
+                    record_rejection(
+                        request, candidate.stage, candidate.reason, candidate.spec_sha256
+                    )
+                elif (sandboxes := await asyncio.shield(ready)) is not None:
+                    report = await keeper.gate(sandboxes, candidate.bundle)
+                    record_gates(candidate, candidate.bundle, report)
+
+        work = [asyncio.ensure_future(one(r)) for r in requests]
         try:
             async with _sandboxes(config, backend) as sandboxes:
                 gate_started = time.perf_counter()
-                keeper = None
-                if sandboxes is not None:
-                    keeper = gates.Gatekeeper(
-                        sandboxes, workers=config.gates.workers, seed=config.seed
-                    )
-
-                async def one(draft: asyncio.Future[_Candidate]) -> None:
-                    candidate = await draft
-                    if candidate.bundle is None:
-                        logger.info(
-                            "candidate %d rejected at %s: %s",
-                            candidate.request.index,
-                            candidate.stage,
-                            candidate.reason,
-                        )
-                        record_rejection(
-                            candidate.request,
-                            candidate.stage,
-                            candidate.reason,
-                            candidate.spec_sha256,
-                        )
-                    elif keeper is not None:
-                        record_gates(
-                            candidate, candidate.bundle, await keeper.gate(candidate.bundle)
-                        )
-
-                await _all_or_none([one(draft) for draft in drafts])
-        finally:
-            await _all_or_none(drafts)
+                ready.set_result(sandboxes)
+                await _all_or_none(work)
+        finally:  # e.g. the backend did not start: no candidate waits for it
+            for task in work:
+                task.cancel()
+            await asyncio.gather(*work, return_exceptions=True)
     admitted = sum(s.admitted for s in stats.values())
     finished = time.perf_counter()
     return BuildSummary(
