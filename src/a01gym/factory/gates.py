@@ -212,10 +212,10 @@ async def gate_bundle(
     """Run every gate on ``bundle`` in real sandboxes.
 
     Args:
-        backend: where fresh sandboxes come from.
+        backend: where the candidate's sandbox comes from (one, unless a run breaks it).
         bundle: the candidate (with its content hash).
         seed: base for the per-run world seeds.
-        semaphore: bounds concurrent sandboxes across candidates (default: 1).
+        semaphore: bounds concurrent sandbox runs across candidates (default: 1).
     """
     started = time.perf_counter()
     semaphore = semaphore or asyncio.Semaphore(1)
