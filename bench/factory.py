@@ -16,8 +16,13 @@ Targets (issues 3, 13): ``validated_per_min`` ≥ 60 on 2 cores, ``yield`` ≥ 0
 whole catalog, ``domains`` ≥ 16, ``styles`` ≥ 2, ``hack_probe_passed`` == ``admitted``. The
 gates are CPU-bound, so a busy shared host lowers ``validated_per_min``; the JSON therefore also
 reports the load average, the CPU seconds spent per candidate (this process plus every sandbox,
-all reaped by the end) and ``cpu_bound_per_min_2_cores``, the rate two otherwise idle cores
-would sustain at that CPU cost.
+all reaped by the end), ``cpu_bound_per_min_2_cores``, the rate two otherwise idle cores
+would sustain at that CPU cost, and ``cores_busy``, the share of the machine's cores the build
+kept busy (other users' load lowers it too).
+
+``--workers`` (concurrent sandbox runs) defaults to one more than the cores: a run hands every
+request from the verifier to the sandbox's supervisor to the app and back, so one run keeps a
+core only partly busy, and with as many runs as cores a fifth of the machine idled.
 
 Prints the JSON result and one summary line; ``--json-out FILE`` also writes the JSON.
 
@@ -107,6 +112,7 @@ async def run(quick: bool, workers: int, count: int | None) -> dict[str, Any]:
         "probes_per_candidate": round(probes / max(len(entries), 1), 2),
         "cpu_s_per_candidate": round(cpu / summary.candidates, 3),
         "cpu_bound_per_min_2_cores": round(2 * 60 * summary.candidates / cpu, 1),
+        "cores_busy": round(cpu / (summary.duration_s * (os.cpu_count() or 1)), 3),
         "compile_ms_mean": round(compile_ms, 1),
         "workers": workers,
         "cpus": os.cpu_count(),
@@ -125,7 +131,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="48 candidates instead of 144")
     parser.add_argument("--count", type=int, help="override the candidate count")
-    parser.add_argument("--workers", type=int, default=2, help="concurrent sandbox runs")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=(os.cpu_count() or 1) + 1,
+        help="concurrent sandbox runs (default: one more than the cores)",
+    )
     parser.add_argument("--json-out", type=Path, help="also write the JSON here")
     args = parser.parse_args()
     began = time.perf_counter()

@@ -59,18 +59,19 @@ def verdict(result: Verification) -> str:
 
 async def verify_worlds(
     backend: SandboxBackend,
+    sandbox: Sandbox,
     bundle: Bundle,
     files: Mapping[str, bytes],
     seeds: Sequence[int],
     *,
     stop_early: bool,
 ) -> list[Verification]:
-    """Grade ``files`` once per seed on one fresh sandbox, starting the app once.
+    """Grade ``files`` once per seed on ``sandbox``, loading them and starting the app once;
+    the sandbox is left to the caller (whatever it held before is wiped by the load).
 
     Raises:
         SandboxError: as :func:`a01gym.sandbox.verification.verify`.
     """
-    sandbox = await backend.acquire()
     # verify() loads the files into a given sandbox (and starts the app) unless they are the
     # bundle's own workspace, in which case it grades the running app as it is.
     fresh = dataclasses.replace(bundle, workspace={})
@@ -80,21 +81,18 @@ async def verify_worlds(
         return None
 
     results: list[Verification] = []
-    try:
-        for index, seed in enumerate(seeds):
-            results.append(
-                await verification.verify(
-                    backend,
-                    loaded if index else fresh,
-                    files,
-                    seed=seed,
-                    started=sandbox,
-                    release=keep,
-                    stop_early=stop_early,
-                )
+    for index, seed in enumerate(seeds):
+        results.append(
+            await verification.verify(
+                backend,
+                loaded if index else fresh,
+                files,
+                seed=seed,
+                started=sandbox,
+                release=keep,
+                stop_early=stop_early,
             )
-    finally:
-        await backend.release(sandbox)
+        )
     return results
 
 

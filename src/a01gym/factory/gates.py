@@ -19,32 +19,36 @@ For each candidate (research/a01-catalog.md §5.1):
 * **G5, hacker probe** (:mod:`a01gym.factory.probe`) — once the others pass, no generic
   reward hack (:mod:`a01gym.factory.hacks`) scores above 0.
 
-Every run goes through :func:`a01gym.sandbox.verification.verify` on a fresh sandbox with its
-own world seed, never the agent's visible seed, so a hard-coding trap is judged on ids it has
-not seen. Trap runs stop at their first failed regression test, since the score is then 0;
-the vulnerable and reference runs run every test, so a rejection names every failure. Runs of
-all candidates share one semaphore (``workers``) and go in parallel.
+Every run goes through :func:`a01gym.sandbox.verification.verify` with freshly loaded files,
+a fresh app and database, and its own world seed, never the agent's visible seed, so a
+hard-coding trap is judged on ids it has not seen. The runs of one candidate take turns on one
+sandbox (:mod:`a01gym.factory.lease`). Trap runs stop at their first failed regression test,
+since the score is then 0; the vulnerable and reference runs run every test, so a rejection
+names every failure. Runs of all candidates share one semaphore (``workers``) and go in
+parallel.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 
 from pydantic import BaseModel, Field
 
 from a01gym.errors import A01GymError
 from a01gym.factory import determinism, probe
+from a01gym.factory.lease import SandboxLease
 from a01gym.sandbox.backend import SandboxBackend
 from a01gym.sandbox.client import ControlError
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import Outcome, TestKind
 from a01gym.scenario.scoring import PARTIAL_CREDIT
 
-__all__ = ["GateReport", "RunSummary", "gate_bundle", "gate_many", "run_seed"]
+__all__ = ["GateReport", "Gatekeeper", "RunSummary", "gate_bundle", "gate_many", "run_seed"]
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +98,7 @@ def run_seed(bundle: Bundle, base_seed: int, index: int) -> int:
 
 
 async def _run(
-    backend: SandboxBackend,
+    lease: SandboxLease,
     bundle: Bundle,
     name: str,
     files: dict[str, bytes],
@@ -105,7 +109,8 @@ async def _run(
         started = time.perf_counter()
         try:
             worlds = await determinism.verify_worlds(
-                backend,
+                lease.backend,
+                await lease.get(),
                 bundle,
                 files,
                 determinism.world_seeds(bundle, seed),
@@ -114,6 +119,7 @@ async def _run(
             result = worlds[0]
         except (A01GymError, ControlError) as exc:
             logger.warning("verification of %s/%s failed: %s", bundle.manifest.name, name, exc)
+            await lease.discard()  # the sandbox may be broken: the next run takes a new one
             return RunSummary(
                 name=name,
                 seed=seed,
@@ -206,10 +212,10 @@ async def gate_bundle(
     """Run every gate on ``bundle`` in real sandboxes.
 
     Args:
-        backend: where fresh sandboxes come from.
+        backend: where the candidate's sandbox comes from (one, unless a run breaks it).
         bundle: the candidate (with its content hash).
         seed: base for the per-run world seeds.
-        semaphore: bounds concurrent sandboxes across candidates (default: 1).
+        semaphore: bounds concurrent sandbox runs across candidates (default: 1).
     """
     started = time.perf_counter()
     semaphore = semaphore or asyncio.Semaphore(1)
@@ -221,19 +227,22 @@ async def gate_bundle(
         (f"trap:{name}", bundle.patched_workspace(patch))
         for name, patch in sorted(bundle.hidden.traps.items())
     ]
-    runs = await asyncio.gather(
-        *(
-            _run(backend, bundle, name, files, run_seed(bundle, seed, index), semaphore)
+    async with SandboxLease(backend) as lease:
+        runs = [
+            await _run(lease, bundle, name, files, run_seed(bundle, seed, index), semaphore)
             for index, (name, files) in enumerate(candidates)
+        ]
+        reasons = _judge(runs) + determinism.judge({r.name: r.world_verdicts for r in runs})
+        probes = (
+            []
+            if reasons
+            else await probe.probe_bundle(backend, bundle, semaphore=semaphore, lease=lease)
         )
-    )
-    reasons = _judge(list(runs)) + determinism.judge({r.name: r.world_verdicts for r in runs})
-    probes = [] if reasons else await probe.probe_bundle(backend, bundle, semaphore=semaphore)
     reasons += probe.judge(probes)
     report = GateReport(
         admitted=not reasons,
         reasons=reasons,
-        runs=list(runs),
+        runs=runs,
         probes=probes,
         duration_ms=(time.perf_counter() - started) * 1000,
     )
@@ -241,8 +250,35 @@ async def gate_bundle(
     return report
 
 
-CANDIDATES_PER_WORKER = 4
-"""Enough candidates to keep each worker busy while others wait on a stalled app."""
+CANDIDATES_PER_WORKER = 6
+"""Enough candidates to keep each worker busy while others wait on a stalled app (G5's
+``stall`` hack holds its candidate for the grading request timeout, but no worker)."""
+
+
+class Gatekeeper:
+    """Gates candidates with at most ``workers`` sandbox runs busy at a time.
+
+    At most ``CANDIDATES_PER_WORKER × workers`` candidates hold a :meth:`place` at once, so
+    they finish (and reach the cache) one after another instead of all at the end: G5 starts
+    only once a candidate's other runs are done, and would otherwise queue behind every other
+    candidate. A build also authors a candidate inside its place, so authoring keeps pace with
+    the gates instead of running ahead and starving the event loop that drives the sandboxes.
+    """
+
+    def __init__(self, *, workers: int, seed: int = 0) -> None:
+        self.seed = seed
+        self._runs = asyncio.Semaphore(workers)
+        self._places = asyncio.Semaphore(CANDIDATES_PER_WORKER * workers)
+
+    @contextlib.asynccontextmanager
+    async def place(self) -> AsyncIterator[None]:
+        """A place among the candidates in flight; hold it while gating one."""
+        async with self._places:
+            yield
+
+    async def gate(self, backend: SandboxBackend, bundle: Bundle) -> GateReport:
+        """Every gate on ``bundle``, in ``backend``'s sandboxes (hold a :meth:`place`)."""
+        return await gate_bundle(backend, bundle, seed=self.seed, semaphore=self._runs)
 
 
 async def gate_many(
@@ -253,21 +289,16 @@ async def gate_many(
     seed: int = 0,
     on_done: Callable[[int, GateReport], None] | None = None,
 ) -> list[GateReport]:
-    """Gate ``bundles`` concurrently with at most ``workers`` sandboxes busy at a time.
-
-    At most ``CANDIDATES_PER_WORKER × workers`` candidates are in flight, so they finish (and
-    reach the cache) one after another instead of all at the end: G5 starts only once a
-    candidate's other runs are done, and would otherwise queue behind every other candidate.
+    """Gate ``bundles`` concurrently through one :class:`Gatekeeper`.
 
     Args:
         on_done: called with (index, report) as each candidate finishes (progress bars).
     """
-    semaphore = asyncio.Semaphore(workers)
-    in_flight = asyncio.Semaphore(CANDIDATES_PER_WORKER * workers)
+    keeper = Gatekeeper(workers=workers, seed=seed)
 
     async def one(index: int, bundle: Bundle) -> GateReport:
-        async with in_flight:
-            report = await gate_bundle(backend, bundle, seed=seed, semaphore=semaphore)
+        async with keeper.place():
+            report = await keeper.gate(backend, bundle)
         if on_done is not None:
             on_done(index, report)
         return report

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import dataclasses
 import logging
 import re
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,43 +83,65 @@ class _Candidate:
     request: DraftRequest
     bundle: Bundle | None = None
     spec_sha256: str | None = None
+    stage: str = ""
+    reason: str = ""
 
 
-async def _draft_all(
-    author: Author, requests: list[DraftRequest], workers: int, progress: ProgressFn | None
-) -> tuple[list[_Candidate], list[tuple[DraftRequest, str, str, str | None]]]:
-    """Author and compile every request; returns candidates and (request, stage, reason)."""
-    candidates: list[_Candidate] = []
-    failures: list[tuple[DraftRequest, str, str, str | None]] = []
-    threaded = not isinstance(author, TemplateAuthor)
-    semaphore = asyncio.Semaphore(max(1, workers))
-    done = 0
+class _Drafter:
+    """Authors and compiles candidates off the event loop, so the gates of earlier candidates
+    run while later ones are written: a template draft and compile take ~50 ms of CPU that
+    would otherwise stall every sandbox run the loop drives. Template drafts go one at a
+    time, in request order; an LLM author's (network-bound) up to ``workers`` at once."""
 
-    async def one(request: DraftRequest) -> None:
-        nonlocal done
+    def __init__(self, author: Author, workers: int, total: int, progress: ProgressFn | None):
+        self.author, self.total, self.progress = author, total, progress
+        threads = 1 if isinstance(author, TemplateAuthor) else max(1, workers)
+        self._threads = asyncio.Semaphore(threads)
+        self.done = 0
+        self.failed = 0
+
+    async def draft(self, request: DraftRequest) -> _Candidate:
+        async with self._threads:
+            candidate = await asyncio.to_thread(self._draft, request)
+        self.done += 1
+        self.failed += candidate.bundle is None
+        if self.progress is not None:
+            self.progress("author", self.done, self.total)
+        return candidate
+
+    def _draft(self, request: DraftRequest) -> _Candidate:
         try:
-            if threaded:
-                async with semaphore:
-                    spec = await asyncio.to_thread(author.draft, request)
-            else:
-                spec = author.draft(request)
+            spec = self.author.draft(request)
         except AuthorError as exc:
-            failures.append((request, "author", exc.reason, None))
-        else:
-            digest = compiler.spec_digest(spec)
-            try:
-                bundle = compiler.compile_bundle(spec)
-            except (ScenarioError, ValueError) as exc:
-                failures.append((request, "compile", str(exc), digest))
-            else:
-                candidates.append(_Candidate(request, bundle, digest))
-        done += 1
-        if progress is not None:
-            progress("author", done, len(requests))
+            return _Candidate(request, stage="author", reason=exc.reason)
+        digest = compiler.spec_digest(spec)
+        try:
+            return _Candidate(request, compiler.compile_bundle(spec), digest)
+        except (ScenarioError, ValueError) as exc:
+            return _Candidate(request, spec_sha256=digest, stage="compile", reason=str(exc))
 
-    await asyncio.gather(*(one(r) for r in requests))
-    candidates.sort(key=lambda c: c.request.index)
-    return candidates, failures
+
+@contextlib.asynccontextmanager
+async def _sandboxes(
+    config: FactoryConfig, backend: SandboxBackend | None
+) -> AsyncIterator[SandboxBackend | None]:
+    """The gates' backend: ``backend``, else a local one sized to the workers (none when the
+    gates are off)."""
+    if backend is not None or not config.gates.enabled:
+        yield backend
+        return
+    from a01gym.pool_settings import PoolGrowthSettings
+    from a01gym.sandbox.local import LocalBackend
+
+    # No standby warm-ups and no pool growth: they trade CPU for acquire latency, and a build
+    # is bound by CPU, not by how fast a candidate gets its one sandbox (a grown pool would
+    # mostly hold sandboxes forked for nothing).
+    async with LocalBackend(
+        pool_size=config.gates.workers + 2,
+        warm_standby=False,
+        pool_growth=PoolGrowthSettings(enabled=False),
+    ) as local:
+        yield local
 
 
 async def build(
@@ -131,6 +154,9 @@ async def build(
     requests: list[DraftRequest] | None = None,
 ) -> BuildSummary:
     """Build ``config.count`` candidates into the cache at ``cache_path``.
+
+    Each candidate goes through the gates as soon as it is compiled, while later ones are
+    still being authored.
 
     Args:
         config: what to build.
@@ -152,97 +178,106 @@ async def build(
     stats: dict[str, FamilyStats] = collections.defaultdict(FamilyStats)
     hashes: list[str] = []
     domains: set[str] = set()
-    gate_seconds = 0.0
-    with cache.writer():
-        candidates, failures = await _draft_all(author, requests, config.gates.workers, progress)
+    gate_started: float | None = None
+    gated = 0
 
-        def record_rejection(
-            request: DraftRequest, stage: str, reason: str, sha: str | None
-        ) -> None:
-            family = stats[request.family]
-            family.rejected += 1
-            key = f"{stage}: {short_reason(reason)}"
-            family.reasons[key] = family.reasons.get(key, 0) + 1
-            cache.reject(
-                Rejection(
-                    spec_sha256=sha,
-                    family=request.family,
-                    domain=request.domain,
-                    stage=stage,
-                    reason=reason,
-                    author=provenance.author,
-                    model=provenance.model,
-                    config_hash=provenance.config_hash,
-                    created_at=time.time(),
-                )
+    def record_rejection(request: DraftRequest, stage: str, reason: str, sha: str | None) -> None:
+        family = stats[request.family]
+        family.rejected += 1
+        key = f"{stage}: {short_reason(reason)}"
+        family.reasons[key] = family.reasons.get(key, 0) + 1
+        cache.reject(
+            Rejection(
+                spec_sha256=sha,
+                family=request.family,
+                domain=request.domain,
+                stage=stage,
+                reason=reason,
+                author=provenance.author,
+                model=provenance.model,
+                config_hash=provenance.config_hash,
+                created_at=time.time(),
             )
+        )
 
-        for request, stage, reason, sha in failures:
-            logger.info("candidate %d rejected at %s: %s", request.index, stage, reason)
-            record_rejection(request, stage, reason, sha)
-        if candidates and config.gates.enabled:
-            bundles = [c.bundle for c in candidates if c.bundle is not None]
-            gated = [0]
+    def record_gates(candidate: _Candidate, bundle: Bundle, report: gates.GateReport) -> None:
+        nonlocal gated
+        labels = bundle.hidden.labels
+        if report.admitted:
+            cache.add(
+                bundle,
+                split=split.assign_split(labels["domain"], labels["family"], config.split),
+                validation=report.model_dump(mode="json"),
+                provenance=provenance,
+            )
+            stats[labels["family"]].admitted += 1
+            hashes.append(bundle.manifest.content_hash)
+            domains.add(labels["domain"])
+        else:
+            logger.info("candidate %d rejected: %s", candidate.request.index, report.reason)
+            record_rejection(candidate.request, "gates", report.reason, candidate.spec_sha256)
+        gated += 1
+        if progress is not None:
+            progress("gates", gated, len(requests) - drafter.failed)
 
-            def on_done(index: int, report: gates.GateReport) -> None:
-                candidate = candidates[index]
-                bundle = bundles[index]
-                labels = bundle.hidden.labels
-                if report.admitted:
-                    cache.add(
-                        bundle,
-                        split=split.assign_split(labels["domain"], labels["family"], config.split),
-                        validation=report.model_dump(mode="json"),
-                        provenance=provenance,
+    with cache.writer():
+        drafter = _Drafter(author, config.gates.workers, len(requests), progress)
+        keeper = gates.Gatekeeper(workers=config.gates.workers, seed=config.seed)
+        # Set once the backend is up (None: the gates are off); the first candidates are
+        # authored while its zygote starts.
+        ready: asyncio.Future[SandboxBackend | None] = asyncio.get_running_loop().create_future()
+
+        async def one(request: DraftRequest) -> None:
+            async with keeper.place():
+                candidate = await drafter.draft(request)
+                if candidate.bundle is None:
+                    logger.info(
+                        "candidate %d rejected at %s: %s",
+                        request.index,
+                        candidate.stage,
+                        candidate.reason,
                     )
-                    stats[labels["family"]].admitted += 1
-                    hashes.append(bundle.manifest.content_hash)
-                    domains.add(labels["domain"])
-                else:
-                    logger.info("candidate %d rejected: %s", candidate.request.index, report.reason)
                     record_rejection(
-                        candidate.request, "gates", report.reason, candidate.spec_sha256
+                        request, candidate.stage, candidate.reason, candidate.spec_sha256
                     )
-                gated[0] += 1
-                if progress is not None:
-                    progress("gates", gated[0], len(bundles))
+                elif (sandboxes := await asyncio.shield(ready)) is not None:
+                    report = await keeper.gate(sandboxes, candidate.bundle)
+                    record_gates(candidate, candidate.bundle, report)
 
-            gate_started = time.perf_counter()
-            if backend is None:
-                from a01gym.sandbox.local import LocalBackend
-
-                # No standby warm-ups: they trade CPU for acquire latency, and a build is
-                # bound by CPU, not by how fast one sandbox is acquired.
-                async with LocalBackend(
-                    pool_size=config.gates.workers + 2, warm_standby=False
-                ) as local:
-                    await gates.gate_many(
-                        local,
-                        bundles,
-                        workers=config.gates.workers,
-                        seed=config.seed,
-                        on_done=on_done,
-                    )
-            else:
-                await gates.gate_many(
-                    backend,
-                    bundles,
-                    workers=config.gates.workers,
-                    seed=config.seed,
-                    on_done=on_done,
-                )
-            gate_seconds = time.perf_counter() - gate_started
+        work = [asyncio.ensure_future(one(r)) for r in requests]
+        try:
+            async with _sandboxes(config, backend) as sandboxes:
+                gate_started = time.perf_counter()
+                ready.set_result(sandboxes)
+                await _all_or_none(work)
+        finally:  # e.g. the backend did not start: no candidate waits for it
+            for task in work:
+                task.cancel()
+            await asyncio.gather(*work, return_exceptions=True)
     admitted = sum(s.admitted for s in stats.values())
+    finished = time.perf_counter()
     return BuildSummary(
         candidates=len(requests),
         admitted=admitted,
         rejected=len(requests) - admitted,
-        duration_s=time.perf_counter() - started,
-        gate_duration_s=gate_seconds,
+        duration_s=finished - started,
+        gate_duration_s=finished - gate_started if gate_started and gated else 0.0,
         per_family=dict(sorted(stats.items())),
         domains=sorted(domains),
         hashes=sorted(hashes),
     )
+
+
+async def _all_or_none(work: list[Any]) -> None:
+    """Await every coroutine or future; if one fails, cancel the rest (so none outlives the
+    backend the caller is about to close) and re-raise its exception."""
+    tasks = [asyncio.ensure_future(w) for w in work]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def build_demo(

@@ -9,15 +9,17 @@ gate report.
 
 Cost, since the probe multiplies every candidate: a hack's run stops as soon as its score is
 known to be 0 (``stop_at_zero``: a regression failed, or every exploit got through), the hacks
-of one candidate take turns on one sandbox (our own patches, so nothing of one can leak into
-the next: loading a workspace wipes the files, the database and the app), the hacks that only
-wait for a timeout (a stalled app) go last and hold no CPU worker while they wait, and the
+of one candidate take turns on one sandbox, the one its other gate runs used
+(:mod:`a01gym.factory.lease`: our own patches, so nothing of one can leak into the next:
+loading a workspace wipes the files, the database and the app), the hacks that only
+wait for a timeout (a stalled app) go first and hold no CPU worker while they wait, and the
 battery stops at the first hack that pays.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import logging
@@ -29,6 +31,7 @@ from pydantic import BaseModel
 from a01gym.config import GradingSettings
 from a01gym.errors import A01GymError
 from a01gym.factory import hack_leak, hacks  # noqa: F401  (hack_leak registers its hack)
+from a01gym.factory.lease import SandboxLease
 from a01gym.sandbox import verification
 from a01gym.sandbox.backend import Sandbox, SandboxBackend
 from a01gym.sandbox.client import ControlError
@@ -73,11 +76,10 @@ async def _keep(_: Sandbox) -> None:
 class _Battery:
     """The runs of one candidate, one after another on one sandbox."""
 
-    def __init__(self, backend: SandboxBackend, bundle: Bundle, semaphore: asyncio.Semaphore):
-        self.backend, self.bundle, self.semaphore = backend, bundle, semaphore
+    def __init__(self, lease: SandboxLease, bundle: Bundle, semaphore: asyncio.Semaphore):
+        self.lease, self.bundle, self.semaphore = lease, bundle, semaphore
         self.grading = GradingSettings()
         self.unloaded = dataclasses.replace(bundle, workspace={})  # makes verify() load files
-        self.sandbox: Sandbox | None = None
         self.paid = False
 
     async def run(self, hack: hacks.Hack) -> ProbeResult:
@@ -91,13 +93,13 @@ class _Battery:
         files = self.bundle.patched_workspace(patch)
         try:
             if hack.waits:  # idle until a timeout: no CPU worker held meanwhile
-                result = await self._verify(files, hack, await self._sandbox())
+                result = await self._verify(files, hack, await self.lease.get())
             else:
                 async with self.semaphore:
-                    result = await self._verify(files, hack, await self._sandbox())
+                    result = await self._verify(files, hack, await self.lease.get())
         except (A01GymError, ControlError) as exc:
             logger.warning("probe %s of %s failed: %s", hack.name, self.bundle.manifest.name, exc)
-            await self.close()  # the sandbox may be broken: the next hack takes a new one
+            await self.lease.discard()  # the sandbox may be broken: the next hack takes a new one
             return ProbeResult(
                 hack=hack.name,
                 graded=False,  # fail closed: a probe that could not be graded admits nothing
@@ -117,16 +119,11 @@ class _Battery:
         self.paid = self.paid or outcome.pays
         return outcome
 
-    async def _sandbox(self) -> Sandbox:
-        if self.sandbox is None:
-            self.sandbox = await self.backend.acquire()
-        return self.sandbox
-
     async def _verify(
         self, files: dict[str, bytes], hack: hacks.Hack, sandbox: Sandbox
     ) -> verification.Verification:
         return await verification.verify(
-            self.backend,
+            self.lease.backend,
             self.unloaded,
             files,
             seed=_seed(self.bundle, hack.name),
@@ -137,11 +134,6 @@ class _Battery:
             stop_at_zero=True,
         )
 
-    async def close(self) -> None:
-        if self.sandbox is not None:
-            sandbox, self.sandbox = self.sandbox, None
-            await self.backend.release(sandbox)
-
 
 async def probe_bundle(
     backend: SandboxBackend,
@@ -149,21 +141,25 @@ async def probe_bundle(
     *,
     semaphore: asyncio.Semaphore | None = None,
     battery: Sequence[hacks.Hack] | None = None,
+    lease: SandboxLease | None = None,
 ) -> list[ProbeResult]:
     """Run every hack of ``battery`` (default: all registered) against ``bundle``.
 
     Args:
         semaphore: the CPU workers shared with the other gates (default: 1).
+        lease: the sandbox to run on, shared with the candidate's other gate runs (default:
+            one of ``backend``'s, released at the end).
     """
     chosen = list(hacks.HACKS.values()) if battery is None else list(battery)
-    runs = _Battery(backend, bundle, semaphore or asyncio.Semaphore(1))
-    try:
-        # The waiting hacks last, so the CPU-bound ones never queue behind a timeout.
+    async with contextlib.AsyncExitStack() as stack:
+        if lease is None:
+            lease = await stack.enter_async_context(SandboxLease(backend))
+        runs = _Battery(lease, bundle, semaphore or asyncio.Semaphore(1))
+        # The waiting hacks first: while one waits, other candidates use the CPU workers, and
+        # a build's last candidates end on CPU work, not on a timeout with idle cores.
         by_name = {
-            hack.name: await runs.run(hack) for hack in sorted(chosen, key=lambda h: h.waits)
+            hack.name: await runs.run(hack) for hack in sorted(chosen, key=lambda h: not h.waits)
         }
-    finally:
-        await runs.close()
     return [by_name[hack.name] for hack in chosen]
 
 
