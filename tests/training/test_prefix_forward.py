@@ -30,7 +30,10 @@ PAD = 0
 SYSTEM = [5, 6, 7, 8, 9, 10, 11]
 
 
-def _model(temperature: float = 0.7) -> object:
+TEMPERATURE = 0.7
+
+
+def _model(temperature: float = TEMPERATURE) -> object:
     torch.manual_seed(0)
     config = Qwen2Config(
         vocab_size=64,
@@ -84,13 +87,17 @@ def _loss_and_grads(model: object, logps: object, entropies: object, weights: ob
     return {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
 
 
-def _compare(prompts: list[list[int]], completions: list[list[int]]) -> None:
+def _compare(
+    prompts: list[list[int]], completions: list[list[int]], dense_limit: int = 1 << 24
+) -> None:
     model = _model()
     ids, mask, keep = _batch(prompts, completions)
     weights = mask[:, -keep:].float()
     expected = _reference(model, ids, mask, keep)
     expected_grads = _loss_and_grads(model, *expected, weights)
-    result = prefixforward.shared_prefix_logps(model, ids, mask, keep, entropy=True)
+    result = prefixforward.shared_prefix_logps(
+        model, ids, mask, keep, entropy=True, temperature=TEMPERATURE, dense_limit=dense_limit
+    )
     assert result is not None
     grads = _loss_and_grads(model, *result, weights)
     for got, want in zip(result, expected, strict=True):
@@ -101,11 +108,12 @@ def _compare(prompts: list[list[int]], completions: list[list[int]]) -> None:
         torch.testing.assert_close(grads[name], want, atol=1e-5, rtol=1e-4, msg=name)
 
 
-def test_groups_with_a_shared_system_prefix_match_trl() -> None:
+@pytest.mark.parametrize("dense_limit", [0, 1 << 24], ids=["fused-head", "dense-logits"])
+def test_groups_with_a_shared_system_prefix_match_trl(dense_limit: int) -> None:
     a, b = [*SYSTEM, 20, 21, 22, 23], [*SYSTEM, 30, 31]  # different lengths: left padding
     prompts = [a, b, a, b, b, a]  # shuffled, as TRL shuffles a generation batch
     completions = [[40, 41, 42], [43, 44], [45], [46, 47, 48, 49], [50, 51], [52, 53, 54, 55]]
-    _compare(prompts, completions)
+    _compare(prompts, completions, dense_limit)
 
 
 def test_one_group_and_prompts_without_a_common_prefix_match_trl() -> None:
@@ -117,7 +125,10 @@ def test_a_batch_not_in_trls_layout_is_left_to_trl() -> None:
     model = _model()
     ids = torch.tensor([[5, 6, PAD, 40, 41], [5, 6, 7, 42, 43]])
     mask = torch.tensor([[1, 1, 0, 1, 1], [1, 1, 1, 1, 1]])  # a right-padded prompt
-    assert prefixforward.shared_prefix_logps(model, ids, mask, 2, entropy=True) is None
+    assert (
+        prefixforward.shared_prefix_logps(model, ids, mask, 2, entropy=True, temperature=1.0)
+        is None
+    )
 
 
 def test_the_trainer_class_is_trls_with_the_shared_forward() -> None:
