@@ -8,9 +8,10 @@ prompt prefix runs once, each group's rest of the prompt once, and only the comp
 row, on the prompt's key/value cache repeated across the group. Autograd flows through the
 repeated cache, so the log-probabilities, entropies and gradients are TRL's (up to float
 summation order: ``tests/training/test_prefix_forward.py`` compares them), at about a quarter of
-TRL's training forward/backward time on CPU (2.3 s -> 0.5 s per bench step). The LM head runs on completion positions only (on CPU,
-TRL's fused head scores every prompt position too), through TRL's fused head, or from the
-materialised logits when they are small (a tiny model's vocabulary), which is faster on CPU.
+TRL's training forward/backward time on CPU (2.3 s -> 0.5 s per bench step). The LM head runs
+on completion positions only (on CPU, TRL's fused head scores every prompt position too),
+through TRL's fused head, or from the materialised logits when they are small (a tiny model's
+vocabulary), which is faster on CPU.
 
 The trainer falls back to TRL's own forward for anything this does not cover: multimodal inputs,
 MoE auxiliary losses, caches that are not plain full-attention layers (sliding windows, linear
