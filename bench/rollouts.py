@@ -12,8 +12,9 @@ Against one real ``a01gym serve`` process (local sandboxes, the runtime benchmar
   as TRL's ``environment_factory`` loop runs them (why ``a01gym train`` does not use that loop);
 * ``trainer_overhead_pct`` / ``env_wait_pct`` / ``generation_pct``: shares of a GRPO step's wall
   time (tiny local model, LoRA, TRL ``GRPOTrainer`` with our ``rollout_func``) spent outside
-  generation and the environment, waiting on the environment, and generating. The first step
-  (trainer start-up) is left out.
+  generation and the environment, waiting on the environment, and generating. A step runs from
+  one optimizer step's end to the next (``grpo.StepLog``); the first (trainer start-up and
+  first-call warm-up) is left out.
 
     python bench/rollouts.py --quick --json-out runs/bench/rollouts.json
 """
@@ -103,6 +104,9 @@ def _grpo_shares(url: str, model_dir: Path, out: Path, steps: int) -> dict[str, 
         "env_wait_pct": round(100 * env / step, 2),
         "generation_pct": round(100 * generation / step, 2),
         "grpo_step_s_median": round(statistics.median(r["step_s"] for r in rows), 3),
+        "grpo_trainer_s_median": round(
+            statistics.median(r["step_s"] - r["generation_s"] - r["env_s"] for r in rows), 3
+        ),
         "grpo_steps_measured": len(rows),
     }
 
@@ -157,7 +161,7 @@ def cli() -> None:
     parser.add_argument("--pool-size", type=int, default=8, help="warm sandboxes")
     args = parser.parse_args()
     args.episodes = 64 if args.quick else 256
-    args.grpo_steps = 3 if args.quick else 6
+    args.grpo_steps = 5 if args.quick else 10
     began = time.perf_counter()
     metrics = asyncio.run(main(args))
     report.emit("rollouts", metrics, TARGETS, quick=args.quick, began=began, json_out=args.json_out)

@@ -58,6 +58,8 @@ def _jsonl(path: Path) -> list[dict]:
 def test_smoke_runs_grpo_steps_of_real_multi_turn_episodes(smoke_run: Path) -> None:
     steps = _jsonl(smoke_run / "metrics.jsonl")
     assert len(steps) >= 2
+    # A step's wall time runs optimizer step to optimizer step: its rollouts are inside it.
+    assert all(s["step_s"] >= s["rollout_s"] > 0 for s in steps)
     rollouts = _jsonl(smoke_run / "rollouts.jsonl")
     assert len(rollouts) == sum(s["rollouts"] for s in steps)
     for rollout in rollouts:

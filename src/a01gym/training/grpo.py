@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from a01gym.training import config as train_config
-from a01gym.training import prompting, toolenv
+from a01gym.training import prefixforward, prompting, toolenv
 from a01gym.training import rollout as rollouts
 from a01gym.training.expertratio import ExpertRatio
 
@@ -114,7 +114,13 @@ def group_sizes(rows: list[dict[str, Any]]) -> list[int]:
 
 
 class StepLog:
-    """Aggregates each generation batch into ``metrics.jsonl`` / ``rollouts.jsonl`` rows."""
+    """Aggregates each generation batch into ``metrics.jsonl`` / ``rollouts.jsonl`` rows.
+
+    A row's ``step_s`` is its whole GRPO step: from the end of the previous batch's last
+    optimizer step to the end of this batch's last one (the trainer reports each with
+    :meth:`optimizer_step_ended`), so it holds the previous step's logging, the rollouts and
+    this batch's training. A row is written when the next batch arrives or at :meth:`close`.
+    """
 
     def __init__(self, out: Path) -> None:
         self.metrics_path = out / "metrics.jsonl"
@@ -122,15 +128,15 @@ class StepLog:
         self.step = 0
         self.last_end = time.perf_counter()
         self.rows: list[dict[str, Any]] = []
+        self._pending: dict[str, Any] | None = None
+        self._optimizer_end: float | None = None
 
     def add(
         self, batch: rollouts.RolloutBatch, expert: dict[str, Any] | None = None
     ) -> dict[str, Any]:
         """Log one batch; ``expert`` is the ratio's snapshot when the expert is in use."""
+        self.close()
         records = [r.record() for r in batch.rollouts]
-        now = time.perf_counter()
-        step_s = now - self.last_end
-        self.last_end = now
         per_family: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for record in records:
             per_family[f"{record['family']}/{record['difficulty']}"].append(record)
@@ -151,7 +157,6 @@ class StepLog:
             "generation_s": round(batch.generation_s, 4),
             "env_s": round(batch.env_s, 4),
             "rollout_s": round(batch.wall_s, 4),
-            "step_s": round(step_s, 4),
             "per_family": {
                 key: {
                     "n": len(group),
@@ -164,14 +169,39 @@ class StepLog:
             **_expert_row(records),
             **(expert or {}),
         }
-        with self.metrics_path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row) + "\n")
         with self.rollouts_path.open("a", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps({"step": self.step, **record}) + "\n")
-        self.rows.append(row)
+        self._pending = row
         self.step += 1
         return row
+
+    def optimizer_step_ended(self) -> None:
+        self._optimizer_end = time.perf_counter()
+
+    def close(self) -> None:
+        """Write the pending row, its step ending at its last optimizer step (or now, if the
+        trainer never got that far)."""
+        row, self._pending = self._pending, None
+        if row is None:
+            return
+        end = self._optimizer_end or time.perf_counter()
+        self._optimizer_end = None
+        row["step_s"] = round(end - self.last_end, 4)
+        self.last_end = end
+        with self.metrics_path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+        self.rows.append(row)
+
+
+def _step_end_callback(log: StepLog) -> Any:
+    from transformers import TrainerCallback
+
+    class StepEnd(TrainerCallback):  # type: ignore[misc]
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            log.optimizer_step_ended()
+
+    return StepEnd()
 
 
 def environment_reward(**kwargs: Any) -> list[float]:
@@ -328,7 +358,6 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
     import torch
     from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer
-    from trl import GRPOTrainer
 
     out = cfg.output_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -354,6 +383,7 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
         "train_dataset": build_dataset(cfg),
         "processing_class": tokenizer,
         "peft_config": lora,
+        "callbacks": [_step_end_callback(log)],
     }
     if cfg.rollout.path == train_config.RolloutPath.PARALLEL:
         engine = rollouts.RolloutEngine(
@@ -363,7 +393,7 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
             max_completion_tokens=cfg.rollout.max_completion_tokens,
             max_output_chars=cfg.rollout.max_output_chars,
         )
-        trainer = GRPOTrainer(
+        trainer = prefixforward.grpo_trainer_class()(
             reward_funcs=[environment_reward],
             rollout_func=make_rollout_func(
                 engine, log, cfg.rollout, ratio, shaping_in_reward=shaping_in_reward
@@ -378,10 +408,13 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
             shaping_in_reward=shaping_in_reward,
             max_output_chars=cfg.rollout.max_output_chars,
         )
-        trainer = GRPOTrainer(reward_funcs=None, environment_factory=toolenv.A01ToolEnv, **common)
+        trainer = prefixforward.grpo_trainer_class()(
+            reward_funcs=None, environment_factory=toolenv.A01ToolEnv, **common
+        )
     try:
         trainer.train()
     finally:
+        log.close()
         if engine is not None:
             engine.close()
     adapter = out / "adapter"

@@ -97,6 +97,17 @@ class Rollout:
     def finished(self) -> bool:
         return self.session.done
 
+    def drop_trailing_tool_tokens(self) -> None:
+        """Cut the tool output after the model's last token from the tokens (not the messages).
+
+        No model token follows it, so it conditions nothing the loss trains (its mask is 0), yet
+        the training forward would pay for it: an episode stopped at ``max_turns`` or by the
+        token budget ends with one whole observation (86 of ~600 tokens on the benchmark).
+        """
+        if 1 in self.env_mask:
+            end = len(self.env_mask) - self.env_mask[::-1].index(1)
+            del self.completion_ids[end:], self.env_mask[end:]
+
     def record(self) -> dict[str, Any]:
         """What the run logs keep of this rollout (no hidden test definitions: the breakdown
         is what the agent sees at the terminal step)."""
@@ -271,6 +282,8 @@ class RolloutEngine:
                 rollout.completion_ids += suffix
                 rollout.env_mask += [0] * len(suffix)
                 rollout.messages.append({"role": "tool", "name": name, "content": output})
+        for rollout in rollouts:
+            rollout.drop_trailing_tool_tokens()
 
         t0 = time.perf_counter()
         self._gather([r.session.finish() for r in rollouts])

@@ -56,3 +56,21 @@ def test_render_cuts_long_output_keeping_head_and_tail_and_names_errors() -> Non
     assert text.rstrip().endswith("TTT\n[5 steps left]".rstrip())
     assert "characters cut" in text
     assert len(text) < 1200
+
+
+def test_tool_tokens_after_the_last_model_token_are_cut_from_the_tokens_only() -> None:
+    r = rollout.Rollout(row={}, session=session.EpisodeSession("http://127.0.0.1:9"))
+    r.completion_ids, r.env_mask = [1, 2, 3, 4, 5, 6, 7], [1, 1, 0, 0, 1, 0, 0]
+    r.messages = [{"role": "tool", "name": "read_file", "content": "x"}]
+    r.drop_trailing_tool_tokens()
+    assert (r.completion_ids, r.env_mask) == ([1, 2, 3, 4, 5], [1, 1, 0, 0, 1])
+    assert r.messages[-1]["role"] == "tool"  # the transcript keeps the observation
+    r.drop_trailing_tool_tokens()
+    assert r.completion_ids == [1, 2, 3, 4, 5]
+
+
+def test_a_rollout_without_model_tokens_keeps_its_placeholder() -> None:
+    r = rollout.Rollout(row={}, session=session.EpisodeSession("http://127.0.0.1:9"))
+    r.completion_ids, r.env_mask = [9], [0]  # a failed reset: TRL needs one token
+    r.drop_trailing_tool_tokens()
+    assert (r.completion_ids, r.env_mask) == ([9], [0])
