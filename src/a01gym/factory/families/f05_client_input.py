@@ -77,13 +77,15 @@ def acting_check(spec: Any, mode: str, victim: str) -> ActingCheck:
         "user_property": "user.can_act_as",
     }.get(structure, "user.is_admin")
     header_role = 'request.headers.get("X-Role", "").lower() == "admin"'
+    # What refuses to act as someone else, per mode (``vuln`` differs by structure).
+    refusals = {
+        "client_trust": f"acting_as and (user is None or not (user.is_admin or {header_role}))",
+        "hardcode": f'acting_as and acting_as.strip() == "{victim}"',
+        "admin_break": "acting_as",
+    }
+    secure = "acting_as and (user is None or not user.is_admin)"
     if structure == "authenticated":
-        refuse = {
-            "vuln": "acting_as and user is None",
-            "client_trust": f"acting_as and (user is None or not (user.is_admin or {header_role}))",
-            "hardcode": f'acting_as and acting_as.strip() == "{victim}"',
-            "admin_break": "acting_as",
-        }.get(mode, "acting_as and (user is None or not user.is_admin)")
+        refuse = {"vuln": "acting_as and user is None", **refusals}.get(mode, secure)
         helper = (
             "def ensure_may_act_as(user: CurrentUser | None, acting_as: str | None, request: Request) -> None:\n"
             '    """Only administrators act as other users (support cases)."""\n'
@@ -95,12 +97,7 @@ def acting_check(spec: Any, mode: str, victim: str) -> ActingCheck:
             helper=helper,
         )
     if structure == "refuse":
-        refuse = {
-            "vuln": "",
-            "client_trust": f"acting_as and (user is None or not (user.is_admin or {header_role}))",
-            "hardcode": f'acting_as and acting_as.strip() == "{victim}"',
-            "admin_break": "acting_as",
-        }.get(mode, "acting_as and (user is None or not user.is_admin)")
+        refuse = {"vuln": "", **refusals}.get(mode, secure)
         block = (
             f"if {refuse}:\n"
             '        raise HTTPException(status.HTTP_403_FORBIDDEN, "only administrators act as others")\n'

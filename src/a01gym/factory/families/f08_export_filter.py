@@ -34,38 +34,48 @@ def style(spec: Any) -> str:
     return checkforms.draw(spec, "record.export", STYLES)
 
 
-def repository_body(spec: Any, mode: str) -> str:
-    """The body of ``export_rows`` / ``digest_rows`` in ``mode`` (a ``$``-template)."""
-    drawn = style(spec)
-    if mode == "vuln" or (drawn == "handler_filter" and mode == "secure"):
-        return f"return {_ALL}"
-    if mode == "over_filter":
-        return 'return self._all("SELECT * FROM $ents WHERE owner_id = ? ORDER BY id", [user.id])'
-    if mode == "deny":
-        return "return []"
-    if drawn == "python_filter":
-        return f"return [row for row in {_ALL} if policy.can_read(user, row)]"
-    return (
+_ORM_ALL = "self._all(select($Ent).order_by($Ent.id))"
+# Per data-access style: every row, the over-filter trap, and the read-scoped query.
+_SQLITE_TEXTS = {
+    "all": _ALL,
+    "over_filter": (
+        'return self._all("SELECT * FROM $ents WHERE owner_id = ? ORDER BY id", [user.id])'
+    ),
+    "scoped": (
         "scope, params = policy.read_scope(user)\n"
         'return self._all(f"SELECT * FROM $ents WHERE {scope} ORDER BY id", params)'
-    )
+    ),
+}
+_ORM_TEXTS = {
+    "all": _ORM_ALL,
+    "over_filter": (
+        "return self._all(select($Ent).where($Ent.owner_id == user.id).order_by($Ent.id))"
+    ),
+    "scoped": "return self._all(select($Ent).where(policy.read_scope(user)).order_by($Ent.id))",
+}
 
 
-_ORM_ALL = "self._all(select($Ent).order_by($Ent.id))"
+def repository_body(spec: Any, mode: str) -> str:
+    """The body of ``export_rows`` / ``digest_rows`` in ``mode`` (a ``$``-template)."""
+    return _body(spec, mode, _SQLITE_TEXTS)
 
 
 def orm_repository_body(spec: Any, mode: str) -> str:
     """:func:`repository_body` in the ORM style: ``select()`` over the mapped class."""
+    return _body(spec, mode, _ORM_TEXTS)
+
+
+def _body(spec: Any, mode: str, texts: dict[str, str]) -> str:
     drawn = style(spec)
     if mode == "vuln" or (drawn == "handler_filter" and mode == "secure"):
-        return f"return {_ORM_ALL}"
+        return f"return {texts['all']}"
     if mode == "over_filter":
-        return "return self._all(select($Ent).where($Ent.owner_id == user.id).order_by($Ent.id))"
+        return texts["over_filter"]
     if mode == "deny":
         return "return []"
     if drawn == "python_filter":
-        return f"return [row for row in {_ORM_ALL} if policy.can_read(user, row)]"
-    return "return self._all(select($Ent).where(policy.read_scope(user)).order_by($Ent.id))"
+        return f"return [row for row in {texts['all']} if policy.can_read(user, row)]"
+    return texts["scoped"]
 
 
 def handler_rows(spec: Any, mode: str, method: str) -> str:
