@@ -30,7 +30,7 @@ def _breakdown(reward: float, verify_ms: float) -> dict[str, Any]:
         "invalid_actions": 0,
         "steps_used": 2,
         "app_started": True,
-        "tests": [{"id": "t1", "kind": "exploit", "ok": reward == 1.0}],
+        "tests": [{"id": "t1", "kind": "exploit", "passed": reward == 1.0}],
         "labels": {"family": "F01", "difficulty": "easy"},
         "verify_ms": verify_ms,
     }

@@ -90,6 +90,9 @@ def test_report_shows_real_episodes_and_agent_text_as_text(browser: Any, page: P
     evaluation = browser.find_element(By.ID, "evaluation").text
     assert "noop 2 0 0.000 0% 100% 0% 1.0" in evaluation
     assert "reference 2 0 1.000 100% 100% 100% 2.0" in evaluation
+    breakdown = browser.find_element(By.ID, "breakdown").text.splitlines()
+    (reference,) = [line for line in breakdown if line.startswith("reference ")]
+    assert reference.endswith("1.000 100% 100%")  # reward, exploits blocked, regressions pass
     titles = [
         element.get_attribute("textContent")
         for element in browser.find_elements(By.CSS_SELECTOR, "details.transcript > summary")

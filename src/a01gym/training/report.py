@@ -242,7 +242,7 @@ def _breakdown(run: rundata.RunData, out: Path) -> dict[str, Any] | None:
                 *(f"{penalties[p]:.3f}" for p in _PENALTIES),
                 f"{means[label.name]['reward']:.3f}",
                 *(
-                    _pct(sum(bool(t.get("ok")) for t in found) / len(found)) if found else "–"
+                    _pct(sum(bool(t.get("passed")) for t in found) / len(found)) if found else "–"
                     for found in kinds.values()
                 ),
             ]
