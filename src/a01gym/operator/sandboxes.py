@@ -211,7 +211,9 @@ class Sandboxes:
     async def delete(self, name: str) -> None:
         """Delete a pod and its token Secret (both may already be gone)."""
         result = await self.kube.delete(self.pods(name))
-        if result and result.get("kind") == "Pod":
+        # A pod still terminating comes back with its resourceVersion; one removed at once may
+        # come back without it (seen intermittently): that one is gone.
+        if result and result.get("kind") == "Pod" and result["metadata"].get("resourceVersion"):
             self.store.put_pod(result)
         else:
             self.store.drop_pod(name)
