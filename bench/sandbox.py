@@ -8,6 +8,8 @@ ms, ≤ 20 MB USS per sandbox, ≥ 100 sandboxes alive at once.
 ``--apps fixture,sqlalchemy`` has the sandboxes run those apps in turn: ``fixture`` is the small
 IDOR fixture app, ``sqlite3`` and ``sqlalchemy`` one factory scenario in that data-access style
 (the factory draws both; ``fixture,sqlalchemy`` puts the ORM style in the mix).
+``--preload sqlalchemy`` has the zygote import SQLAlchemy when it starts (the
+``A01GYM_SANDBOX__PRELOAD`` setting), so the first ORM app does not wait for that import.
 
     python bench/sandbox.py --quick --json-out bench/results/sandbox.json
 """
@@ -134,11 +136,12 @@ async def _concurrent(backend: LocalBackend, bundles: itertools.cycle[Bundle], t
         await asyncio.gather(*(backend.release(s) for s in alive))
 
 
-async def run(quick: bool, apps: str = "fixture") -> dict[str, Any]:
+async def run(quick: bool, apps: str = "fixture", preload: str = "") -> dict[str, Any]:
     bundles = _bundles(apps)
     bundle = next(bundles)
     results: dict[str, float] = {}
-    async with LocalBackend(pool_size=4, max_sandboxes=256) as backend:
+    preloads = [name for name in preload.split(",") if name]
+    async with LocalBackend(pool_size=4, max_sandboxes=256, preload=preloads) as backend:
         acquire = await _acquire(backend, bundles, 40 if quick else 200)
         results["acquire_ms_p50"] = statistics.median(acquire)
         results["acquire_ms_p99"] = _percentile(acquire, 0.99)
@@ -153,7 +156,7 @@ async def run(quick: bool, apps: str = "fixture") -> dict[str, Any]:
         results["uss_mb_per_sandbox"] = _sandbox_uss(backend, group)
         await asyncio.gather(*(backend.release(s) for s in group))
         results["max_concurrent"] = await _concurrent(backend, bundles, 100 if quick else 160)
-    return {"apps": apps, **{k: round(v, 2) for k, v in results.items()}}
+    return {"apps": apps, "preload": preload, **{k: round(v, 2) for k, v in results.items()}}
 
 
 def _sandbox_uss(backend: LocalBackend, sandboxes: list[LocalSandbox]) -> float:
@@ -179,9 +182,12 @@ def main() -> None:
         default="fixture",
         help="apps the sandboxes run in turn: fixture, sqlite3, sqlalchemy (comma list)",
     )
+    parser.add_argument(
+        "--preload", default="", help="libraries the zygote imports at start: sqlalchemy"
+    )
     args = parser.parse_args()
     began = time.perf_counter()
-    metrics = asyncio.run(run(args.quick, args.apps))
+    metrics = asyncio.run(run(args.quick, args.apps, args.preload))
     report.emit("sandbox", metrics, TARGETS, quick=args.quick, began=began, json_out=args.json_out)
 
 

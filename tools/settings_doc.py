@@ -33,6 +33,9 @@ def _type(annotation: Any) -> str:
     origin = typing.get_origin(annotation)
     if origin is typing.Literal:
         return " \\| ".join(f"`{a}`" for a in typing.get_args(annotation))
+    if origin is list:
+        (item,) = typing.get_args(annotation)
+        return f"JSON list of {_type(item)}"
     if origin in (typing.Union, types.UnionType):
         kinds = [_type(a) for a in typing.get_args(annotation) if a is not type(None)]
         return " or ".join(kinds) + (

@@ -144,6 +144,13 @@ class SandboxSettings(BaseModel):
         200_000, ge=1000, description="Sandbox n runs as uid/gid uid_base + n (when root)."
     )
     limits: SandboxLimits = Field(default_factory=SandboxLimits)
+    preload: list[Literal["sqlalchemy"]] = Field(
+        [],
+        description="Optional libraries the zygote imports when it starts, instead of when "
+        "the first app that needs one starts (that app then waits ~0.3 s). Each makes every "
+        "sandbox's start cost a little more CPU, so name only what most scenarios use: "
+        "'sqlalchemy' for the factory's ORM style.",
+    )
     warm_standby: bool = Field(
         True,
         description="Each pool sandbox's standby app warms up on spare CPU: ~8 ms less to "

@@ -1,7 +1,8 @@
 """The hidden-test runner's re-seeding, in a real sandbox.
 
-The supervisor skips a re-seed when nothing wrote the database since the last one. A GET
-that writes (here ``/hit``) must still get the next test a fresh world.
+The runner sends a world once; each test's first call (a request or a database check) asks
+the supervisor to restore it, which it skips when nothing wrote the database. A GET that
+writes (here ``/hit``) must still get the next test a fresh world.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from a01gym.sandbox import protocol, runner
+from a01gym.sandbox.client import ControlError
 from a01gym.scenario.httptest import HttpTest, Outcome
 from a01gym.scenario.manifest import Fixture
 
@@ -48,13 +50,25 @@ def _test(test_id: str, path: str, expect: list[dict]) -> HttpTest:
     )
 
 
-async def _suite(backend, manifest, tests):
+async def _load(sandbox) -> None:
+    status = await sandbox.client.load_workspace(
+        {"main.py": COUNTER_APP}, entrypoint="main:app", start=True
+    )
+    assert status.state is protocol.AppState.RUNNING, status.error
+
+
+async def _suite(backend, manifest, tests, seed_calls: list[bool] | None = None):
     sandbox = await backend.acquire()
     try:
-        status = await sandbox.client.load_workspace(
-            {"main.py": COUNTER_APP}, entrypoint="main:app", start=True
-        )
-        assert status.state is protocol.AppState.RUNNING, status.error
+        await _load(sandbox)
+        if seed_calls is not None:
+            seed = sandbox.client.seed
+
+            async def counted(request: protocol.SeedRequest) -> bool:
+                seed_calls.append(await seed(request))
+                return seed_calls[-1]
+
+            sandbox.client.seed = counted
         fixture = Fixture(tables={"hits": []})
         return await runner.run_suite(sandbox.client, manifest, fixture, tests, seed=3)
     finally:
@@ -68,9 +82,48 @@ async def test_a_test_after_a_writing_get_sees_a_fresh_world(backend, idor_bundl
         _test("hit", "/hit", [{"type": "status_in", "statuses": [200]}]),
         _test("count-2", "/count", zero),
     ]
-    results = await _suite(backend, idor_bundle.manifest, tests)
+    seed_calls: list[bool] = []
+    results = await _suite(backend, idor_bundle.manifest, tests, seed_calls)
     assert [r.test_id for r in results] == ["count-1", "hit", "count-2"]
     assert all(r.outcome is Outcome.PASS for r in results), [(r.test_id, r.reason) for r in results]
+    assert seed_calls == [True], "the world is sent once; the tests' own calls restore it"
+
+
+async def test_a_database_check_first_also_sees_a_fresh_world(backend, idor_bundle):
+    """A test that starts with a database check restores the world through the query."""
+    zero_rows = HttpTest.model_validate(
+        {
+            "id": "no-hits",
+            "kind": "regression",
+            "db_checks": [{"sql": "SELECT COUNT(*) FROM hits", "expect": "equals", "rows": [[0]]}],
+            "steps": [
+                {"path": "/count", "expect": [{"type": "json_equals", "path": "n", "value": 0}]}
+            ],
+        }
+    )
+    tests = [_test("hit", "/hit", [{"type": "status_in", "statuses": [200]}]), zero_rows]
+    results = await _suite(backend, idor_bundle.manifest, tests)
+    assert [(r.test_id, r.outcome) for r in results] == [
+        ("hit", Outcome.PASS),
+        ("no-hits", Outcome.PASS),
+    ], [r.reason for r in results]
+
+
+async def test_a_reseed_needs_a_seed_of_this_workspace(backend):
+    """Nothing seeded, or a seed from before the workspace was loaded: a clear refusal."""
+    sandbox = await backend.acquire()
+    try:
+        await _load(sandbox)
+        reseeding = protocol.ProxyRequest(path="/count", reseed=True)
+        with pytest.raises(ControlError, match="nothing to reseed"):
+            await sandbox.client.request(reseeding)
+        assert await sandbox.client.seed(protocol.SeedRequest(tables={"hits": []}))
+        assert (await sandbox.client.request(reseeding)).status == 200
+        await _load(sandbox)
+        with pytest.raises(ControlError, match="nothing to reseed"):
+            await sandbox.client.query("SELECT 1", reseed=True)
+    finally:
+        await backend.release(sandbox)
 
 
 async def test_tests_keep_their_order_and_results(backend, idor_bundle):

@@ -85,3 +85,16 @@ async def test_a_plain_app_stays_out_of_the_preload():
             assert not _holds_sqlalchemy(backend._zygote.pid)
         finally:
             await backend.release(sandbox)
+
+
+async def test_the_preload_setting_loads_sqlalchemy_when_the_zygote_starts():
+    """``preload=["sqlalchemy"]``: the zygote holds it before any app asks, so even the first
+    plain app, and the first ORM app, are forked with it."""
+    async with LocalBackend(pool_size=1, preload=["sqlalchemy"]) as backend:
+        assert _holds_sqlalchemy(backend._zygote.pid)
+        sandbox = await backend.acquire()
+        try:
+            assert await _start(sandbox, orm=False)
+            assert await _start(sandbox, orm=True)
+        finally:
+            await backend.release(sandbox)

@@ -135,11 +135,13 @@ async def _sandboxes(
 
     # No standby warm-ups and no pool growth: they trade CPU for acquire latency, and a build
     # is bound by CPU, not by how fast a candidate gets its one sandbox (a grown pool would
-    # mostly hold sandboxes forked for nothing).
+    # mostly hold sandboxes forked for nothing). SQLAlchemy from the start: a build draws ORM
+    # apps (styles.ORM_SHARE), and the first would otherwise stall while the zygote imports it.
     async with LocalBackend(
         pool_size=config.gates.workers + 2,
         warm_standby=False,
         pool_growth=PoolGrowthSettings(enabled=False),
+        preload=["sqlalchemy"],
     ) as local:
         yield local
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from a01gym.sandbox import appserver, isolation, preloads, tracebacks, warmup
+from a01gym.sandbox import appserver, bytecode, isolation, preloads, tracebacks, warmup
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import AppState, AppStatus
 
@@ -69,6 +69,22 @@ def _read_entrypoint(go_fd: int) -> str:
         chunks.append(chunk)
     os.close(go_fd)
     return b"".join(chunks).decode()
+
+
+def _import_untracked(module_name: str) -> Any:
+    """Import the app with the collector off, then freeze what the import made.
+
+    An app's import builds its routes, models and mappers: thousands of objects that live as
+    long as the app. The collector would walk them again and again while they are made, and
+    then in every full collection while the app serves; frozen, it never does. Cyclic garbage
+    made during the import is kept too, which an app that lives for one episode can afford.
+    """
+    gc.disable()
+    try:
+        return importlib.import_module(module_name)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def run_app(
@@ -112,13 +128,14 @@ def run_app(
         sys.stdout = os.fdopen(1, "w", buffering=1)
         sys.stderr = os.fdopen(2, "w", buffering=1)
         sys.path.insert(0, str(layout.workspace))
+        bytecode.install(layout.workspace, layout.bytecode)
         # Forget only a listing of the workspace cached before its files arrived (e.g. by the
         # warm-up): importlib.invalidate_caches() writes to every cached finder, one per
         # package directory the zygote imported, and so copied ~0.9 MB of its pages.
         sys.path_importer_cache.pop(str(layout.workspace), None)
         module_name, _, attribute = entrypoint.partition(":")
         try:
-            app = getattr(importlib.import_module(module_name), attribute)
+            app = getattr(_import_untracked(module_name), attribute)
         except BaseException as exc:
             print(tracebacks.format_exception(exc), end="", file=sys.stderr)
             code = 3

@@ -193,6 +193,10 @@ class SupervisorClient:
         body = await self._call("POST", "/db/seed", json_body=request.model_dump())
         return bool(body.get("reseeded", True))
 
-    async def query(self, sql: str, params: list[Any] | None = None) -> protocol.QueryResult:
-        body = await self._call("POST", "/db/query", json_body={"sql": sql, "params": params or []})
+    async def query(
+        self, sql: str, params: list[Any] | None = None, *, reseed: bool = False
+    ) -> protocol.QueryResult:
+        body = await self._call(
+            "POST", "/db/query", json_body={"sql": sql, "params": params or [], "reseed": reseed}
+        )
         return protocol.QueryResult.model_validate(body)

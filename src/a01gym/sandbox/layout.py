@@ -7,6 +7,7 @@
 <sandbox>/app/data/      APP_DATA_DIR; the SQLite database is app/data/app.db
 <sandbox>/app/app.sock   the app's HTTP socket
 <sandbox>/app/app.log    the app's stdout and stderr (startup tracebacks land here)
+<sandbox>/app/bytecode/  the app's compiled workspace modules, kept across its restarts
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ class Layout:
     @property
     def app_log(self) -> Path:
         return self.root / "app" / "app.log"
+
+    @property
+    def bytecode(self) -> Path:
+        return self.root / "app" / "bytecode"
 
     def create(self) -> None:
         """Create the directories (idempotent)."""

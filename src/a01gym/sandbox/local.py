@@ -150,6 +150,7 @@ class LocalBackend:
             "a01gym.sandbox.zygote",
             "--filesystem",
             self.capabilities.filesystem,
+            *(f"--preload={name}" for name in self.settings.preload),
         ]
         if self.capabilities.filesystem == "bwrap":
             view = isolation.bwrap_command(isolation.interpreter_paths(), [str(self._root)])

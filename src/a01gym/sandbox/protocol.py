@@ -127,6 +127,12 @@ class SearchMatch(_Model):
     text: str
 
 
+_RESEED = (
+    "First restore the last seeded database if anything wrote it since (each hidden test's "
+    "first call); refused when nothing was seeded."
+)
+
+
 class ProxyRequest(_Model):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
@@ -138,6 +144,7 @@ class ProxyRequest(_Model):
     json_body: Any = Field(default=None, alias="json")
     body: str | None = None
     timeout_s: float | None = Field(None, gt=0, le=60)
+    reseed: bool = Field(False, description=_RESEED)
 
 
 class ProxyResponse(_Model):
@@ -161,6 +168,7 @@ class SeedRequest(_Model):
 class QueryRequest(_Model):
     sql: str = Field(min_length=1, max_length=10_000)
     params: list[Any] = Field(default_factory=list)
+    reseed: bool = Field(False, description=_RESEED)
 
 
 class QueryResult(_Model):

@@ -49,12 +49,15 @@ async def run_test(
     actors: Mapping[str, Mapping[str, str]],
     *,
     request_timeout_s: float | None = None,
+    reseed: bool = False,
 ) -> TestResult:
     """Run one test; never raises for anything the app or the sandbox does.
 
     Args:
         request_timeout_s: per request to the app (default: the supervisor's limit); a
             request that takes longer makes the test inconclusive.
+        reseed: have the supervisor restore its last seed, if anything wrote the database
+            since, before the test's first call (no round trip of its own).
     """
     started = time.perf_counter()
     evidence: list[StepEvidence] = []
@@ -73,13 +76,19 @@ async def run_test(
         checks = [
             httptest.DbCheck.model_validate(values.render(c.model_dump())) for c in test.db_checks
         ]
-        before = [await _query(client, check) for check in checks]
+        before = []
+        for check in checks:
+            before.append(await _query(client, check, reseed=reseed))
+            reseed = False
         for raw_step in test.steps:
-            reason = await _run_step(client, raw_step, values, actors, evidence, request_timeout_s)
+            reason = await _run_step(
+                client, raw_step, values, actors, evidence, request_timeout_s, reseed=reseed
+            )
+            reseed = False
             if reason is not None:
                 return result(Outcome.FAIL, reason)
         for check, rows_before in zip(checks, before, strict=True):
-            reason = _compare(check, rows_before, await _query(client, check))
+            reason = _compare(check, rows_before, await _query(client, check, reseed=False))
             if reason is not None:
                 return result(Outcome.FAIL, reason)
     except _Inconclusive as exc:
@@ -94,6 +103,8 @@ async def _run_step(
     actors: Mapping[str, Mapping[str, str]],
     evidence: list[StepEvidence],
     request_timeout_s: float | None,
+    *,
+    reseed: bool,
 ) -> str | None:
     try:
         step = httptest.Step.model_validate(values.render(raw_step.model_dump(by_alias=True)))
@@ -113,11 +124,12 @@ async def _run_step(
                 json=step.json_body,
                 body=step.body,
                 timeout_s=request_timeout_s,
+                reseed=reseed,
             )
         )
     except ControlError as exc:
         record.error = exc.message
-        raise _Inconclusive(f"request failed: {exc.code}") from exc
+        raise _Inconclusive(f"request failed: {exc.code}: {exc.message}") from exc
     except SandboxError as exc:
         record.error = str(exc)
         raise _Inconclusive("sandbox unavailable") from exc
@@ -151,9 +163,11 @@ def _json_or_missing(text: str) -> Any:
         return httptest.NOT_JSON
 
 
-async def _query(client: SupervisorClient, check: httptest.DbCheck) -> list[list[Any]]:
+async def _query(
+    client: SupervisorClient, check: httptest.DbCheck, *, reseed: bool
+) -> list[list[Any]]:
     try:
-        return (await client.query(check.sql, check.params)).rows
+        return (await client.query(check.sql, check.params, reseed=reseed)).rows
     except ControlError as exc:
         raise _Inconclusive(f"database check failed: {exc.message}") from exc
     except SandboxError as exc:
@@ -192,34 +206,38 @@ async def iter_suite(
     seed: int,
     request_timeout_s: float | None = None,
 ) -> AsyncIterator[TestResult]:
-    """Run ``tests`` in order, re-seeding the database from ``fixture`` before each one, and
-    yield each result as it comes, so a grader can stop once the score is decided.
+    """Run ``tests`` in order, each on the database seeded from ``fixture``, and yield each
+    result as it comes, so a grader can stop once the score is decided.
 
     Every test sees the same world (one seed), and none sees what an earlier test changed,
     so the order is free. One at a time on purpose: scenario apps are rarely safe under
     concurrent requests (a shared SQLite connection answers 500), and a 500 can hide a leak.
-    The supervisor skips a re-seed when nothing wrote the database since the last one, which
-    most tests do not.
+    The world is sent once; each test's first call then asks the supervisor to restore it
+    (``reseed``), which it skips when nothing wrote the database, as most tests do not.
     """
     world = FixtureValues(seed)
     request = protocol.SeedRequest(
         tables=world.render(fixture.tables), actors=render_actors(manifest, world)
     )
+    seeded = False
     for test in tests:
-        try:
-            await client.seed(request)
-        except (ControlError, SandboxError) as exc:
-            yield TestResult(
-                test_id=test.id,
-                kind=test.kind,
-                outcome=Outcome.INCONCLUSIVE,
-                reason=f"could not seed the database: {exc}",
-            )
-            continue
+        if not seeded:
+            try:
+                await client.seed(request)
+            except (ControlError, SandboxError) as exc:
+                yield TestResult(
+                    test_id=test.id,
+                    kind=test.kind,
+                    outcome=Outcome.INCONCLUSIVE,
+                    reason=f"could not seed the database: {exc}",
+                )
+                continue
+            seeded = True
         yield await run_test(
             client,
             test,
             FixtureValues(seed),
             request.actors,
             request_timeout_s=request_timeout_s,
+            reseed=True,
         )

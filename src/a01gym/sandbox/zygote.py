@@ -48,7 +48,7 @@ from a01gym.config import SandboxLimits
 from a01gym.sandbox import control, cow, isolation, warmup
 from a01gym.sandbox.app_launcher import AppLauncher, LaunchedApp, dispatch, fork_app
 from a01gym.sandbox.layout import Layout
-from a01gym.sandbox.preloads import Preloader
+from a01gym.sandbox.preloads import OPTIONAL, Preloader
 from a01gym.sandbox.spare_cpu import SpareCpu
 from a01gym.sandbox.supervisor import SupervisorLimits
 
@@ -114,10 +114,10 @@ def _send(message: dict[str, Any]) -> None:
 
 
 class _Zygote:
-    def __init__(self, capabilities: isolation.Capabilities) -> None:
+    def __init__(self, capabilities: isolation.Capabilities, preloader: Preloader) -> None:
         self.capabilities = capabilities
         self.spare_cpu = SpareCpu()  # standbys warm up only when the machine is idle
-        self.preloader = Preloader()  # SQLAlchemy and the like, once an app needs them
+        self.preloader = preloader  # SQLAlchemy and the like, once an app needs them
         self.selector = selectors.DefaultSelector()
         self.children: dict[str, dict[str, Any]] = {}
         self.buffer = b""
@@ -322,7 +322,11 @@ def main() -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     parser = argparse.ArgumentParser(description="a01gym sandbox zygote (started by LocalBackend)")
     parser.add_argument("--filesystem", choices=["landlock", "bwrap", "none"], default="landlock")
-    filesystem = parser.parse_args().filesystem
+    parser.add_argument(
+        "--preload", action="append", choices=sorted(OPTIONAL), default=[], help="import now"
+    )
+    arguments = parser.parse_args()
+    filesystem = arguments.filesystem
     capabilities = isolation.probe("landlock")
     if filesystem != "landlock":  # the backend already chose; do not re-probe inside bwrap
         capabilities = isolation.Capabilities(
@@ -332,9 +336,13 @@ def main() -> None:
         isolation.expose_interpreter(isolation.interpreter_paths())
     _warm()
     isolation.interpreter_paths()  # cached: every sandbox and app start needs it
-    cow.prepare_for_fork()
+    preloader = Preloader()
+    if arguments.preload:
+        preloader.ensure(arguments.preload)  # imports them, then prepares the heap for forking
+    else:
+        cow.prepare_for_fork()
     sys.stdout.flush()
-    _Zygote(capabilities).run()
+    _Zygote(capabilities, preloader).run()
 
 
 if __name__ == "__main__":

@@ -58,3 +58,12 @@ def test_the_preloader_imports_known_names_once_and_marks_older_forks_stale():
     assert preloader.stale(0, ["sqlalchemy"])
     assert not preloader.stale(1, ["sqlalchemy"])
     assert not preloader.stale(0, [])
+
+
+def test_the_preload_setting_offers_exactly_the_optional_libraries():
+    from typing import get_args
+
+    from a01gym.config import SandboxSettings
+
+    (item,) = get_args(SandboxSettings.model_fields["preload"].annotation)
+    assert set(get_args(item)) == set(preloads.OPTIONAL)
