@@ -61,3 +61,22 @@ async def test_a_restart_reuses_unchanged_modules_and_runs_the_edited_one(backen
         assert await _value(sandbox) == 2
     finally:
         await backend.release(sandbox)
+
+
+async def test_a_full_cache_is_read_but_not_written(backend):
+    """At ``MAX_ENTRIES`` the app still starts and runs its current code; nothing is added."""
+    from a01gym.sandbox.bytecode import MAX_ENTRIES
+
+    sandbox = await backend.acquire()
+    try:
+        files = {"app/__init__.py": b"", "app/main.py": _MAIN, "app/value.py": b"VALUE = 1\n"}
+        status = await sandbox.client.load_workspace(files, entrypoint="app.main:app", start=True)
+        assert status.state is protocol.AppState.RUNNING, status.error
+        for index in range(MAX_ENTRIES):
+            (sandbox.layout.bytecode / f"filler-{index}").write_bytes(b"")
+        await sandbox.client.write_file("app/value.py", "VALUE = 3\n")
+        assert (await sandbox.client.restart_app()).state is protocol.AppState.RUNNING
+        assert await _value(sandbox) == 3
+        assert len(_entries(sandbox)) == MAX_ENTRIES + 3
+    finally:
+        await backend.release(sandbox)

@@ -26,13 +26,18 @@ import sys
 from pathlib import Path
 from types import CodeType
 
-__all__ = ["install"]
+__all__ = ["MAX_ENTRIES", "install"]
+
+MAX_ENTRIES = 1000
+"""Beyond this many entries (one per file version, a few KB each) nothing more is written, so
+an agent that edits a file a thousand times does not fill the sandbox's memory-backed disk."""
 
 
 def install(workspace: Path, cache: Path) -> None:
     """Load modules under ``workspace`` through the cache in ``cache`` (created if missing)."""
     cache.mkdir(exist_ok=True)
     root = str(workspace)
+    writable = len(os.listdir(cache)) < MAX_ENTRIES
 
     class CachedSourceLoader(importlib.machinery.SourceFileLoader):
         def get_code(self, fullname: str) -> CodeType:
@@ -45,6 +50,8 @@ def install(workspace: Path, cache: Path) -> None:
                 if isinstance(code, CodeType):
                     return code
             code = self.source_to_code(source, path)
+            if not writable:
+                return code
             with contextlib.suppress(OSError):
                 partial = entry.with_suffix(".partial")
                 partial.write_bytes(marshal.dumps(code))
