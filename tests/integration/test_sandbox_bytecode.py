@@ -34,6 +34,12 @@ async def _value(sandbox) -> int:
     return json.loads(response.body)["value"]
 
 
+async def _load(sandbox) -> None:
+    files = {"app/__init__.py": b"", "app/main.py": _MAIN, "app/value.py": b"VALUE = 1\n"}
+    status = await sandbox.client.load_workspace(files, entrypoint="app.main:app", start=True)
+    assert status.state is protocol.AppState.RUNNING, status.error
+
+
 def _entries(sandbox) -> dict[str, int]:
     return {e.name: e.stat().st_mtime_ns for e in sandbox.layout.bytecode.iterdir()}
 
@@ -41,9 +47,7 @@ def _entries(sandbox) -> dict[str, int]:
 async def test_a_restart_reuses_unchanged_modules_and_runs_the_edited_one(backend):
     sandbox = await backend.acquire()
     try:
-        files = {"app/__init__.py": b"", "app/main.py": _MAIN, "app/value.py": b"VALUE = 1\n"}
-        status = await sandbox.client.load_workspace(files, entrypoint="app.main:app", start=True)
-        assert status.state is protocol.AppState.RUNNING, status.error
+        await _load(sandbox)
         assert await _value(sandbox) == 1
         first = _entries(sandbox)
         assert len(first) == 3  # app/__init__, app/main, app/value
@@ -69,9 +73,7 @@ async def test_a_full_cache_is_read_but_not_written(backend):
 
     sandbox = await backend.acquire()
     try:
-        files = {"app/__init__.py": b"", "app/main.py": _MAIN, "app/value.py": b"VALUE = 1\n"}
-        status = await sandbox.client.load_workspace(files, entrypoint="app.main:app", start=True)
-        assert status.state is protocol.AppState.RUNNING, status.error
+        await _load(sandbox)
         for index in range(MAX_ENTRIES):
             (sandbox.layout.bytecode / f"filler-{index}").write_bytes(b"")
         await sandbox.client.write_file("app/value.py", "VALUE = 3\n")
