@@ -120,7 +120,8 @@ async def test_releasing_200_sandboxes_leaks_nothing(idor_bundle):
 
 async def test_a_sandbox_is_its_supervisor_and_its_app_and_stop_waits(idor_bundle):
     """The zygote launches apps (no per-sandbox launcher process), and stopping or restarting
-    returns only once the old app is gone, so it cannot race what follows."""
+    returns only once the old app is gone, so it cannot race what follows. Each process says
+    what it is in ``ps``/``top``/``perf`` (all three share the zygote's command line)."""
     async with LocalBackend(pool_size=1) as backend:
         sandbox = await backend.acquire()
         uid = backend.uid_of(sandbox)
@@ -135,8 +136,12 @@ async def test_a_sandbox_is_its_supervisor_and_its_app_and_stop_waits(idor_bundl
         )
         assert status.state.value == "running", status.error
         assert pids() == supervisor | {standby}  # the standby became the app: no fork
+        assert psutil.Process(backend._zygote.pid).name() == "a01gym-zygote"
+        assert psutil.Process(sandbox.pid).name() == "a01gym-sup"
+        assert psutil.Process(standby).name() == "a01gym-app"
         await sandbox.client.restart_app()
         (app,) = pids() - supervisor
+        assert psutil.Process(app).name() == "a01gym-app"
         assert app != standby and not psutil.pid_exists(standby)
         assert os.getsid(app) == app  # its own session: nothing it starts outlives a stop
         await sandbox.client.stop_app()

@@ -67,7 +67,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWNET, _CLONE_NEWPID = 0x40000000, 0x20000000
 _MS_BIND, _MS_REC, _MS_PRIVATE, _MS_MOVE = 4096, 16384, 1 << 18, 8192
-_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_CHILD_SUBREAPER = 1, 4, 36
+_PR_SET_PDEATHSIG, _PR_SET_DUMPABLE, _PR_SET_NAME, _PR_SET_CHILD_SUBREAPER = 1, 4, 15, 36
 
 
 Filesystem = Literal["landlock", "bwrap", "none"]
@@ -283,6 +283,12 @@ def expose_interpreter(paths: Sequence[str]) -> list[str]:
 def _prctl(option: int, value: int) -> None:
     if _libc.prctl(option, value, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), f"prctl({option})")
+
+
+def name_process(name: str) -> None:
+    """Name this process in ``ps``, ``top`` and ``perf`` (``comm``, 15 bytes at most), so a
+    sandbox's supervisor and app can be told apart from the zygote they were forked from."""
+    _libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0)
 
 
 def become_subreaper() -> None:

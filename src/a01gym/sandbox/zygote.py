@@ -268,6 +268,7 @@ def _sandbox_main(
 ) -> None:
     """The forked child, PID 1 of its namespaces, becomes the supervisor: never returns."""
     directory = Path(request["dir"])
+    isolation.name_process("a01gym-sup")
     os.setsid()
     # Move them out of the way first, so that placing one cannot clobber the other.
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (lifeline, launcher)]
@@ -296,6 +297,7 @@ def _confine_app(
     It opens nothing in the sandbox's directory while still root: untrusted code has run
     there, and without Landlock could have planted a symlink.
     """
+    isolation.name_process("a01gym-app")
     null = os.open("/dev/null", os.O_RDWR)
     for target in (0, 1, 2):
         os.dup2(null, target)
@@ -314,6 +316,7 @@ def _confine_app(
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the backend owns our lifetime
+    isolation.name_process("a01gym-zygote")
     isolation.die_with_parent()
     isolation.become_subreaper()
     # A handful of descriptors per sandbox (its pid, its launcher socket, its apps'):
