@@ -10,6 +10,9 @@ IDOR fixture app, ``sqlite3`` and ``sqlalchemy`` one factory scenario in that da
 (the factory draws both; ``fixture,sqlalchemy`` puts the ORM style in the mix).
 ``--preload sqlalchemy`` has the zygote import SQLAlchemy when it starts (the
 ``A01GYM_SANDBOX__PRELOAD`` setting), so the first ORM app does not wait for that import.
+A mix also reports, per app, ``acquire_ms_p50_<app>`` and ``app_start_ms_p50_<app>`` (the
+supervisor's measure of the app's start, the largest part of an acquire), so a miss names
+the app that causes it.
 
     python bench/sandbox.py --quick --json-out bench/results/sandbox.json
 """
@@ -59,8 +62,8 @@ def _factory_bundle(data_access: str) -> Bundle:
     return compiler.compile_bundle(styles.restyled(spec, data_access))  # type: ignore[arg-type]
 
 
-def _bundles(apps: str) -> itertools.cycle[Bundle]:
-    """The apps the sandboxes run, in turn."""
+def _bundles(apps: str) -> itertools.cycle[tuple[str, Bundle]]:
+    """The apps the sandboxes run, in turn, with their names."""
     known = {"fixture": lambda: Bundle.load(BUNDLE)} | {
         style: functools.partial(_factory_bundle, style) for style in ("sqlite3", "sqlalchemy")
     }
@@ -69,7 +72,7 @@ def _bundles(apps: str) -> itertools.cycle[Bundle]:
     if unknown:
         raise SystemExit(f"--apps: unknown {unknown}; use a comma list of {sorted(known)}")
     loaded = {name: known[name]() for name in set(names)}
-    return itertools.cycle([loaded[name] for name in names])
+    return itertools.cycle([(name, loaded[name]) for name in names])
 
 
 async def _settle(backend: LocalBackend) -> None:
@@ -77,7 +80,8 @@ async def _settle(backend: LocalBackend) -> None:
         await asyncio.sleep(0.005)
 
 
-async def _ready(backend: LocalBackend, bundle: Bundle) -> LocalSandbox:
+async def _ready(backend: LocalBackend, bundle: Bundle) -> tuple[LocalSandbox, float]:
+    """A sandbox serving ``bundle``'s app, and how long the app took to start (ms)."""
     sandbox = await backend.acquire()
     status = await sandbox.client.load_workspace(
         bundle.workspace, entrypoint=bundle.manifest.entrypoint, start=True
@@ -87,19 +91,20 @@ async def _ready(backend: LocalBackend, bundle: Bundle) -> LocalSandbox:
     response = await sandbox.client.request(protocol.ProxyRequest(path="/health"))
     if response.status != 200:
         raise RuntimeError(response.body)
-    return sandbox
+    return sandbox, status.start_ms or 0.0
 
 
 async def _acquire(
-    backend: LocalBackend, bundles: itertools.cycle[Bundle], rounds: int
-) -> list[float]:
-    samples = []
+    backend: LocalBackend, bundles: itertools.cycle[tuple[str, Bundle]], rounds: int
+) -> dict[str, list[tuple[float, float]]]:
+    """Per app: ``(acquire ms, app start ms)`` of each round."""
+    samples: dict[str, list[tuple[float, float]]] = {}
     for _ in range(rounds):
         await _settle(backend)
-        bundle = next(bundles)
+        name, bundle = next(bundles)
         began = time.perf_counter()
-        sandbox = await _ready(backend, bundle)
-        samples.append((time.perf_counter() - began) * 1000)
+        sandbox, start_ms = await _ready(backend, bundle)
+        samples.setdefault(name, []).append(((time.perf_counter() - began) * 1000, start_ms))
         await backend.release(sandbox)
     return samples
 
@@ -125,11 +130,13 @@ async def _restarts(sandbox: LocalSandbox, rounds: int) -> list[float]:
     return samples
 
 
-async def _concurrent(backend: LocalBackend, bundles: itertools.cycle[Bundle], target: int) -> int:
+async def _concurrent(
+    backend: LocalBackend, bundles: itertools.cycle[tuple[str, Bundle]], target: int
+) -> int:
     alive: list[LocalSandbox] = []
     try:
         for _ in range(target):
-            alive.append(await _ready(backend, next(bundles)))
+            alive.append((await _ready(backend, next(bundles)[1]))[0])
         responses = await asyncio.gather(*(_requests(s, 1) for s in alive), return_exceptions=True)
         return sum(not isinstance(r, BaseException) for r in responses)
     finally:
@@ -138,18 +145,23 @@ async def _concurrent(backend: LocalBackend, bundles: itertools.cycle[Bundle], t
 
 async def run(quick: bool, apps: str = "fixture", preload: str = "") -> dict[str, Any]:
     bundles = _bundles(apps)
-    bundle = next(bundles)
+    bundle = next(bundles)[1]
     results: dict[str, float] = {}
     preloads = [name for name in preload.split(",") if name]
     async with LocalBackend(pool_size=4, max_sandboxes=256, preload=preloads) as backend:
-        acquire = await _acquire(backend, bundles, 40 if quick else 200)
+        by_app = await _acquire(backend, bundles, 40 if quick else 200)
+        acquire = [ms for samples in by_app.values() for ms, _ in samples]
         results["acquire_ms_p50"] = statistics.median(acquire)
         results["acquire_ms_p99"] = _percentile(acquire, 0.99)
-        sandbox = await _ready(backend, bundle)
+        if len(by_app) > 1:
+            for name, samples in by_app.items():
+                results[f"acquire_ms_p50_{name}"] = statistics.median(ms for ms, _ in samples)
+                results[f"app_start_ms_p50_{name}"] = statistics.median(s for _, s in samples)
+        sandbox, _ = await _ready(backend, bundle)
         results["request_ms_p50"] = statistics.median(await _requests(sandbox, 300))
         results["restart_ms_p50"] = statistics.median(await _restarts(sandbox, 20 if quick else 60))
         await backend.release(sandbox)
-        group = [await _ready(backend, next(bundles)) for _ in range(10)]
+        group = [(await _ready(backend, next(bundles)[1]))[0] for _ in range(10)]
         for member in group:
             await _requests(member, 5)
         # USS of every process of the ten sandboxes (supervisor, app zygote, app), per sandbox.
