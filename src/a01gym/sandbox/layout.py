@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from pathlib import Path
 
 __all__ = ["Layout"]
@@ -20,41 +21,43 @@ __all__ = ["Layout"]
 
 @dataclasses.dataclass(frozen=True)
 class Layout:
+    """The paths, each built once: the supervisor looks some up on every request."""
+
     root: Path
 
-    @property
+    @functools.cached_property
     def token(self) -> Path:
         return self.root / "token"
 
-    @property
+    @functools.cached_property
     def control_sock(self) -> Path:
         return self.root / "control.sock"
 
-    @property
+    @functools.cached_property
     def workspace(self) -> Path:
         return self.root / "workspace"
 
-    @property
+    @functools.cached_property
     def app_dir(self) -> Path:
         return self.root / "app"
 
-    @property
+    @functools.cached_property
     def data_dir(self) -> Path:
         return self.root / "app" / "data"
 
-    @property
+    @functools.cached_property
     def database(self) -> Path:
         return self.data_dir / "app.db"
 
-    @property
+    @functools.cached_property
     def app_sock(self) -> Path:
         return self.root / "app" / "app.sock"
 
-    @property
+    @functools.cached_property
     def app_log(self) -> Path:
         return self.root / "app" / "app.log"
 
-    @property
+    @functools.cached_property
     def bytecode(self) -> Path:
         return self.root / "app" / "bytecode"
 
