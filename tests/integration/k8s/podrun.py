@@ -6,8 +6,10 @@ of the host bound read-only, the new root remounted read-only), a fresh tmpfs fo
 emptyDir (its ``sizeLimit`` as the tmpfs size), the volumes the caller materialised (PVCs,
 Secrets, ConfigMaps) bound at their ``mountPath`` (read-only when the mount says so), only the
 container's own env (plus what a kubelet adds: PATH, HOSTNAME) and its args, in fresh PID, IPC
-and UTS namespaces. ``network="none"`` adds a network namespace of its own (loopback only), so
-a container that binds 0.0.0.0 reaches nothing outside.
+and UTS namespaces. ``network="none"`` adds a network namespace of its own (loopback only),
+so a container that binds 0.0.0.0 reaches nothing outside. The host's ``/tmp`` is not part of
+the image; a checkout or Python environment that lives there is bound in read-only, as an
+image would carry it.
 
 A container that needs root, a capability or a writable root filesystem fails here as it
 would on a cluster with Pod Security "restricted". Not applied: cgroup limits (CPU, memory)
@@ -20,12 +22,14 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
 __all__ = ["bwrap_argv", "emptydir_mounts", "quantity_bytes"]
 
 _SKIP_TOP = {"proc", "dev", "sys", "tmp", "run"}
+_CHECKOUT = Path(__file__).resolve().parents[3]
 
 
 def _root_binds() -> list[str]:
@@ -37,6 +41,17 @@ def _root_binds() -> list[str]:
             argv += ["--symlink", os.readlink(entry), str(entry)]
         elif entry.is_dir():
             argv += ["--ro-bind", str(entry), str(entry)]
+    return argv
+
+
+def _image_binds() -> list[str]:
+    """The "image" the root binds miss: this checkout and the Python environment, when they
+    live under a directory a pod gets fresh (a clone in /tmp), bound read-only where they are;
+    last, so that a pod's own tmpfs on /tmp does not hide them."""
+    argv: list[str] = []
+    for path in sorted({str(_CHECKOUT), sys.prefix, sys.base_prefix}):
+        if Path(path).parts[1:2] and Path(path).parts[1] in _SKIP_TOP:
+            argv += ["--ro-bind", path, path]
     return argv
 
 
@@ -124,6 +139,7 @@ def bwrap_argv(
         out += [*(["--size", str(size)] if size else []), "--tmpfs", _inside(path)]
     for path, host in sorted((binds or {}).items()):
         out += ["--ro-bind" if path in readonly else "--bind", str(host), _inside(path)]
+    out += _image_binds()
     out += ["--remount-ro", "/"]
     out += ["--clearenv", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin"]
     out += ["--setenv", "HOSTNAME", pod.get("metadata", {}).get("name", "pod")]
