@@ -94,6 +94,14 @@ async def _ready(backend: LocalBackend, bundle: Bundle) -> tuple[LocalSandbox, f
     return sandbox, status.start_ms or 0.0
 
 
+async def _ready_next(
+    backend: LocalBackend, bundles: itertools.cycle[tuple[str, Bundle]]
+) -> LocalSandbox:
+    """A sandbox serving the next app of ``bundles``."""
+    sandbox, _ = await _ready(backend, next(bundles)[1])
+    return sandbox
+
+
 async def _acquire(
     backend: LocalBackend, bundles: itertools.cycle[tuple[str, Bundle]], rounds: int
 ) -> dict[str, list[tuple[float, float]]]:
@@ -136,7 +144,7 @@ async def _concurrent(
     alive: list[LocalSandbox] = []
     try:
         for _ in range(target):
-            alive.append((await _ready(backend, next(bundles)[1]))[0])
+            alive.append(await _ready_next(backend, bundles))
         responses = await asyncio.gather(*(_requests(s, 1) for s in alive), return_exceptions=True)
         return sum(not isinstance(r, BaseException) for r in responses)
     finally:
@@ -161,7 +169,7 @@ async def run(quick: bool, apps: str = "fixture", preload: str = "") -> dict[str
         results["request_ms_p50"] = statistics.median(await _requests(sandbox, 300))
         results["restart_ms_p50"] = statistics.median(await _restarts(sandbox, 20 if quick else 60))
         await backend.release(sandbox)
-        group = [(await _ready(backend, next(bundles)[1]))[0] for _ in range(10)]
+        group = [await _ready_next(backend, bundles) for _ in range(10)]
         for member in group:
             await _requests(member, 5)
         # USS of every process of the ten sandboxes (supervisor, app zygote, app), per sandbox.

@@ -43,7 +43,7 @@ class Layout:
 
     @functools.cached_property
     def data_dir(self) -> Path:
-        return self.root / "app" / "data"
+        return self.app_dir / "data"
 
     @functools.cached_property
     def database(self) -> Path:
@@ -51,15 +51,15 @@ class Layout:
 
     @functools.cached_property
     def app_sock(self) -> Path:
-        return self.root / "app" / "app.sock"
+        return self.app_dir / "app.sock"
 
     @functools.cached_property
     def app_log(self) -> Path:
-        return self.root / "app" / "app.log"
+        return self.app_dir / "app.log"
 
     @functools.cached_property
     def bytecode(self) -> Path:
-        return self.root / "app" / "bytecode"
+        return self.app_dir / "bytecode"
 
     def create(self) -> None:
         """Create the directories (idempotent)."""
