@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from a01gym.config import SandboxLimits
 from a01gym.errors import SandboxLostError, SandboxStartError
 from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.protocol import ProxyRequest
 
 
 async def _settle(backend: LocalBackend, idle: int, timeout: float = 20.0) -> None:
@@ -149,9 +151,41 @@ async def test_a_sandbox_is_its_supervisor_and_its_app_and_stop_waits(idor_bundl
         await backend.release(sandbox)
 
 
+_LOOP_APP = b"""\
+import asyncio
+
+from fastapi import FastAPI
+
+app = FastAPI()
+
+
+@app.get("/loop")
+async def loop():
+    return {"loop": type(asyncio.get_running_loop()).__module__}
+"""
+
+
+async def test_the_app_runs_on_uvloop_as_under_uvicorn_standard():
+    """Both a standby that became the app and an app forked for a restart."""
+    async with LocalBackend(pool_size=1) as backend:
+        sandbox = await backend.acquire()
+        try:
+            status = await sandbox.client.load_workspace(
+                {"main.py": _LOOP_APP}, entrypoint="main:app", start=True
+            )
+            assert status.state.value == "running", status.error
+            for _ in range(2):
+                response = await sandbox.client.request(ProxyRequest(path="/loop"))
+                assert json.loads(response.body) == {"loop": "uvloop"}, response.body
+                await sandbox.client.restart_app()
+        finally:
+            await backend.release(sandbox)
+
+
 _OWNER = """
 import asyncio, json, sys
 from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.protocol import ProxyRequest
 from a01gym.scenario.bundle import Bundle
 
 async def main():

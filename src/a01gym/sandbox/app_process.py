@@ -15,6 +15,10 @@ it reports ready, it sends itself one in-process request that matches no route
 (FastAPI builds its included routes and middleware lazily, and anyio starts a worker thread),
 so that cost is not on the first real request. It then writes to a readiness pipe that the
 launcher relays, so the supervisor waits on an event instead of polling the socket.
+
+The app's event loop is uvloop's, as under ``uvicorn[standard]``, the usual way FastAPI is
+deployed: the app meets the loop it would meet in production, and a hidden-test pass costs it
+~12% less CPU than on asyncio's own loop (the factory runs ~25 such passes per candidate).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
+import uvloop
 
 from a01gym.sandbox import appserver, bytecode, isolation, preloads, tracebacks, warmup
 from a01gym.sandbox.layout import Layout
@@ -140,7 +145,7 @@ def run_app(
             print(tracebacks.format_exception(exc), end="", file=sys.stderr)
             code = 3
             raise
-        code = asyncio.run(_serve(app, layout, ready_fd))
+        code = uvloop.run(_serve(app, layout, ready_fd))
     except BaseException as exc:
         if code != 3:
             print(tracebacks.format_exception(exc), end="", file=sys.stderr)

@@ -13,12 +13,12 @@ Everything here is our own code on a throwaway app; no workspace code runs. (No
 functions, which are local, as objects.)
 """
 
-import asyncio
 import contextlib
 import sqlite3
 from collections.abc import Callable
 from typing import Annotated, Any
 
+import uvloop
 from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query
 from pydantic import BaseModel
 
@@ -132,6 +132,6 @@ def exercise_app_stack(
     """
     app = _throwaway_app()
     if serve and not stop():
-        asyncio.run(_drive(app, stop))
+        uvloop.run(_drive(app, stop))  # the loop the app will run on
     if openapi:
         app.openapi()

@@ -64,6 +64,7 @@ PRELOAD = [
     "starlette.staticfiles",
     "uvicorn",  # apps often import it for a ``__main__`` block; our app server is h11
     "h11",
+    "uvloop",  # the app's event loop
     "anyio._backends._asyncio",
     "httpx",
     "pydantic",
