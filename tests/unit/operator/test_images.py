@@ -3,7 +3,8 @@
 The sandbox image must start exactly the process the operator's pod builder asks for, as
 the same uid, on the same port, writing only to the pod's emptyDirs; the platform image
 must run as the chart's uid with ``a01gym`` as its entrypoint; and the sandbox image must
-install every third-party package the supervisor imports.
+install every third-party package the supervisor and the app process import, and every
+library a scenario app may import (:data:`a01gym.sandbox.preloads.OPTIONAL`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from packaging.requirements import Requirement
 
 from a01gym.config import OperatorSettings
 from a01gym.operator import builders, labels
+from a01gym.sandbox import preloads
 
 ROOT = Path(__file__).resolve().parents[3]
 SANDBOX_DOCKERFILE = ROOT / "sandbox-image" / "Dockerfile"
@@ -131,7 +133,7 @@ def test_sandbox_image_installs_what_the_supervisor_imports() -> None:
     # Imported only when present (uvicorn extras, anyio's sniffio fallback, FastAPI's and
     # pydantic's optional encoders and validators).
     optional = {
-        *("watchfiles", "python-multipart", "uvloop", "httptools", "websockets", "sniffio"),
+        *("watchfiles", "python-multipart", "httptools", "websockets", "sniffio"),
         *("orjson", "ujson", "email-validator"),
     }
     missing = []
@@ -142,6 +144,9 @@ def test_sandbox_image_installs_what_the_supervisor_imports() -> None:
         if dists and not dists & (closure | optional):
             missing.append(f"{module} ({', '.join(sorted(dists))})")
     assert not missing, f"the sandbox image lacks {missing}"
+    # Scenario apps import these (the zygote preloads them once an app does): the ORM style.
+    for name in preloads.OPTIONAL:
+        assert {d.lower() for d in owners[name]} & closure, f"the sandbox image lacks {name}"
 
 
 def test_platform_image_matches_the_chart() -> None:
