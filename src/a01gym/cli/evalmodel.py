@@ -85,7 +85,9 @@ def evaluate_local(
 ) -> None:
     """Run the local-model eval (see the module docstring); exit 1 when an episode errored."""
     if not model:
-        raise ConfigError("--model", "the local agent needs --model (a directory or hub id)")
+        raise ConfigError(
+            "--model", "the local agent needs --model (a hub id, a directory or a GGUF file)"
+        )
     if adapter is not None and not (adapter / "adapter_config.json").is_file():
         raise ConfigError("--adapter", f"{adapter} holds no LoRA adapter (adapter_config.json)")
     try:

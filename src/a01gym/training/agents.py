@@ -25,6 +25,7 @@ from typing import Any, Protocol
 
 from a01gym.env.sampler import ScenarioSource
 from a01gym.errors import UnreachableError
+from a01gym.training import session, toolcalls
 
 __all__ = [
     "AGENT_NAMES",
@@ -136,29 +137,29 @@ A fix must block every unauthorised access without breaking legitimate use."""
 _ENDPOINT_HINT = "check --base-url (or OPENAI_BASE_URL) and that the server is running"
 _KEY_HINT = "set the variable named by --api-key-env (default OPENAI_API_KEY)"
 
-_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL)
-
 
 def parse_action_text(text: str) -> Action:
-    """The one JSON action object in a model reply (code fences allowed).
+    """The one action in a model reply: any tool-call form :mod:`a01gym.training.toolcalls`
+    reads (our ``{"tool": ...}`` object, ``{"name", "arguments"}``, tags or code fences).
 
     Raises:
         ValueError: naming what is wrong, to send back to the model.
     """
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] or [text]
-    for candidate in candidates:
-        candidate = candidate.strip()
-        start = candidate.find("{")
-        if start < 0:
-            continue
-        try:
-            value, _ = json.JSONDecoder().raw_decode(candidate[start:])
-        except ValueError as exc:
-            raise ValueError(f"not valid JSON: {exc}") from exc
-        if not isinstance(value, dict) or "tool" not in value:
-            raise ValueError("the JSON must be an object with a 'tool' field")
-        return value
-    raise ValueError("no JSON object found in the reply")
+    name, arguments = toolcalls.parse_tool_call(text)
+    return session.tool_action(name, arguments)
+
+
+def _reply_action(message: Any) -> Action:
+    """The action of a chat completion message: its first structured tool call if the server
+    parsed one, else the call written in its content (``transformers serve`` leaves
+    ``tool_calls`` empty and returns a small model's call as fenced JSON in ``content``)."""
+    for call in getattr(message, "tool_calls", None) or []:
+        function = getattr(call, "function", None)
+        if function is not None and function.name:
+            return parse_action_text(
+                json.dumps({"name": function.name, "arguments": function.arguments or "{}"})
+            )
+    return parse_action_text(message.content or "")
 
 
 class OpenAIAgent:
@@ -241,10 +242,11 @@ class OpenAIAgent:
             self.messages.append({"role": "user", "content": self._observation_text(observation)})
         for _ in range(self.max_retries):
             response = await self._complete()
-            reply = response.choices[0].message.content or ""
+            message = response.choices[0].message
+            reply = message.content or ""
             self.messages.append({"role": "assistant", "content": reply})
             try:
-                return parse_action_text(reply)
+                return _reply_action(message)
             except ValueError as exc:
                 logger.info("unparsable model reply: %s", exc)
                 self.messages.append(

@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from a01gym.training import models, prompting, stats
 from a01gym.training import rollout as rollouts
-from a01gym.training import stats
 
 __all__ = [
     "compare",
@@ -31,11 +31,15 @@ __all__ = [
 
 
 def load_policy(model: str, adapter: Path | None = None) -> tuple[Any, Any]:
-    """The tokenizer and model (with the adapter applied, when given), in eval mode."""
+    """The tokenizer and model (with the adapter applied, when given), in eval mode.
+
+    ``model`` is a hub id, a directory or a GGUF file (:func:`models.resolve_model`).
+    """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(str(adapter or model))
-    policy = AutoModelForCausalLM.from_pretrained(model)
+    path = models.resolve_model(model)
+    tokenizer = prompting.prepare_tokenizer(AutoTokenizer.from_pretrained(str(adapter or path)))
+    policy = AutoModelForCausalLM.from_pretrained(path)
     if adapter is not None:
         from peft import PeftModel
 

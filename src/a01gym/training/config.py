@@ -115,7 +115,9 @@ class TrackioSettings(_Section):
 class TrainConfig(_Section):
     """Everything ``a01gym train`` needs; ``resolved()`` is what lands in the run directory."""
 
-    model: str | None = Field(None, description="Local directory or hub id; null with --smoke.")
+    model: str | None = Field(
+        None, description="Hub id, local directory or GGUF file; null with --smoke."
+    )
     output_dir: Path = Path("runs/train")
     seed: int = 0
     gateway: GatewayTarget = Field(

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from a01gym.training import config as train_config
-from a01gym.training import prefixforward, prompting, toolenv
+from a01gym.training import models, prefixforward, prompting, toolenv
 from a01gym.training import rollout as rollouts
 from a01gym.training.expertratio import ExpertRatio
 
@@ -363,7 +363,8 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.yaml").write_text(yaml.safe_dump(cfg.resolved(), sort_keys=False))
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    model_path = models.resolve_model(model_path, field="model")
+    tokenizer = prompting.prepare_tokenizer(AutoTokenizer.from_pretrained(model_path))
     model = AutoModelForCausalLM.from_pretrained(model_path)
     args = _grpo_args(cfg, out, cpu=not torch.cuda.is_available())
     lora = LoraConfig(

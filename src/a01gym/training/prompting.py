@@ -21,7 +21,14 @@ from typing import Any
 
 from a01gym.training import toolenv
 
-__all__ = ["SYSTEM_PROMPT", "episode_messages", "tool_schemas"]
+__all__ = [
+    "chat_template",
+    "SYSTEM_PROMPT",
+    "episode_messages",
+    "episode_tools",
+    "prepare_tokenizer",
+    "tool_schemas",
+]
 
 SYSTEM_PROMPT = (
     "You fix broken access control (OWASP A01) in a small FastAPI app. Call one tool per turn: "
@@ -48,9 +55,49 @@ def tool_schemas() -> tuple[dict[str, Any], ...]:
     )
 
 
+def episode_tools(*, expert: bool) -> list[dict[str, Any]]:
+    """The tool schemas shown in one episode: ``ask_expert`` only where the episode offers it.
+
+    Seen on Qwen2.5-Coder-0.5B zero-shot: offered ``ask_expert`` (first in TRL's alphabetical
+    order) in a solo episode, it called it every turn and got ``expert_off`` every time.
+    """
+    return [s for s in tool_schemas() if expert or s["function"]["name"] != "ask_expert"]
+
+
 def episode_messages(task: str) -> list[dict[str, Any]]:
     """The opening messages of an episode whose reset observation said ``task``."""
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
         {"role": "user", "content": task},
     ]
+
+
+def chat_template() -> str:
+    """The chat layout every model is trained and evaluated with: TRL's shipped
+    ``qwen2_5.jinja`` (tools in the system turn, calls in ``<tool_call>`` tags, results in
+    ``<tool_response>``), read from the installed ``trl``.
+
+    Why one layout for every model: SmolLM2-135M-Instruct's own template silently drops
+    ``tools`` (the model would never see a tool schema), and a warm start only transfers when SFT,
+    GRPO and eval render byte-identical prompts. Why TRL's exact text: TRL recognises templates
+    by text, to parse tool calls (``environment_factory``) and to swap in its training variant
+    with ``{% generation %}`` markers (``assistant_only_loss``). Qwen2.5 and SmolLM2 both speak
+    ChatML, so the layout is one they know.
+    """
+    from importlib import resources
+
+    return (resources.files("trl") / "chat_templates" / "qwen2_5.jinja").read_text()
+
+
+def prepare_tokenizer(tokenizer: Any) -> Any:
+    """Give a ChatML tokenizer :func:`chat_template`, with the end of a turn as its end token
+    (generation stops there). Other tokenizers keep their template, which must render tools.
+    """
+    vocab = tokenizer.get_vocab()
+    if "<|im_start|>" not in vocab or "<|im_end|>" not in vocab:
+        return tokenizer
+    tokenizer.chat_template = chat_template()
+    tokenizer.eos_token = "<|im_end|>"
+    if tokenizer.pad_token is None or tokenizer.pad_token == tokenizer.eos_token:
+        tokenizer.pad_token = "<|endoftext|>" if "<|endoftext|>" in vocab else tokenizer.eos_token
+    return tokenizer

@@ -24,12 +24,11 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import re
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from a01gym.training import prompting, session
+from a01gym.training import prompting, session, toolcalls
 
 __all__ = [
     "ModelPolicy",
@@ -37,12 +36,10 @@ __all__ = [
     "Rollout",
     "RolloutBatch",
     "RolloutEngine",
-    "parse_tool_call",
     "row_from_prompt",
     "row_prompt",
 ]
 
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*</tool_call>", re.DOTALL)
 _ROW_PREFIX = "a01gym-episode "
 
 
@@ -63,23 +60,6 @@ def row_from_prompt(prompt: Any) -> dict[str, Any]:
     return json.loads(text[len(_ROW_PREFIX) :])
 
 
-def parse_tool_call(text: str) -> tuple[str, dict[str, Any]] | None:
-    """The first ``<tool_call>{"name", "arguments"}</tool_call>`` in a reply, or None."""
-    match = _TOOL_CALL.search(text)
-    if match is None:
-        return None
-    try:
-        call = json.loads(match.group(1))
-    except ValueError:
-        return None
-    if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-        return None
-    arguments = call.get("arguments") or {}
-    if not isinstance(arguments, dict):
-        return None
-    return call["name"], arguments
-
-
 @dataclasses.dataclass
 class Rollout:
     """One episode as tokens (for the loss) and as messages (for logs and reports)."""
@@ -92,6 +72,8 @@ class Rollout:
     messages: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     turns: int = 0
     unparsable: int = 0
+    kv: Any = dataclasses.field(default=None, repr=False)
+    """The policy's key/value cache of this episode and the tokens it holds (see ModelPolicy)."""
 
     @property
     def finished(self) -> bool:
@@ -169,7 +151,6 @@ class RolloutEngine:
         self.max_turns = max_turns
         self.max_completion_tokens = max_completion_tokens
         self.max_output_chars = max_output_chars
-        self.tools = list(prompting.tool_schemas())
         self._sessions: list[session.EpisodeSession] = []
 
     # -- sessions --------------------------------------------------------------------------------
@@ -198,11 +179,15 @@ class RolloutEngine:
 
     # -- chat and tokens ---------------------------------------------------------------------------
     def _render(
-        self, messages: list[dict[str, Any]], *, generation_prompt: bool, tools: bool = True
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        generation_prompt: bool,
+        tools: list[dict[str, Any]] | None = None,
     ) -> str:
         return self.tokenizer.apply_chat_template(
             messages,
-            tools=self.tools if tools else None,
+            tools=tools,
             tokenize=False,
             add_generation_prompt=generation_prompt,
         )
@@ -219,11 +204,9 @@ class RolloutEngine:
         ]
         # Rendered without the tool schemas: they only change the system turn, and rendering
         # them twice per step would cost more than the step itself.
-        before = self._render(dummy, generation_prompt=False, tools=False)
+        before = self._render(dummy, generation_prompt=False)
         after = self._render(
-            [*dummy, {"role": "tool", "name": name, "content": content}],
-            generation_prompt=True,
-            tools=False,
+            [*dummy, {"role": "tool", "name": name, "content": content}], generation_prompt=True
         )
         if not after.startswith(before):
             raise RuntimeError("the chat template is not prefix-preserving; it cannot do tools")
@@ -257,7 +240,10 @@ class RolloutEngine:
                 task = ""
             messages = prompting.episode_messages(task)
             rollout = Rollout(row=dict(row), session=s, messages=messages)
-            rollout.prompt_ids = self._encode(self._render(messages, generation_prompt=True))
+            tools = prompting.episode_tools(expert=s.expert_allowed)
+            rollout.prompt_ids = self._encode(
+                self._render(messages, generation_prompt=True, tools=tools)
+            )
             if rollout.finished:  # TRL needs a non-empty completion: one masked end token
                 rollout.completion_ids, rollout.env_mask = [self.tokenizer.eos_token_id], [0]
             rollouts.append(rollout)
@@ -307,13 +293,13 @@ class RolloutEngine:
 
     async def _act(self, rollout: Rollout, reply: str) -> tuple[str, str]:
         """Send a reply's tool call to the environment; returns (tool name, rendered output)."""
-        call = parse_tool_call(reply)
-        if call is None:
+        try:
+            name, arguments = toolcalls.parse_tool_call(reply)
+        except ValueError as exc:
             rollout.unparsable += 1
             rollout.messages.append({"role": "assistant", "content": reply})
-            output = await rollout.session.invalid_reply(reply)
+            output = await rollout.session.invalid_reply(reply, str(exc))
             return "invalid_reply", output
-        name, arguments = call
         rollout.messages.append(
             {
                 "role": "assistant",
@@ -342,43 +328,120 @@ class Policy(Protocol):
 
 
 class ModelPolicy:
-    """A causal LM generating one turn for the whole batch in one ``generate`` call."""
+    """A causal LM choosing each active rollout's next turn.
+
+    With ``kv_cache`` (the default), each rollout keeps its key/value cache across turns, so a
+    turn prefills only what was added since the last one (the tool output and the chat markup
+    around it) instead of the whole growing episode; rollouts are then generated one after
+    another, each on its own cache. Without it, every turn re-prefills every rollout's whole
+    context in one left-padded batch. ``bench/generation.py`` measures both on the same model
+    and episodes: reuse wins by several times on CPU, because context, not batch width, is the
+    cost there (on a GPU, use vLLM, which shares prefixes itself).
+    """
 
     def __init__(
-        self, model: Any, tokenizer: Any, *, max_new_tokens: int = 256, temperature: float = 1.0
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 1.0,
+        kv_cache: bool = True,
     ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
+        self.kv_cache = kv_cache
+        self.prefilled_tokens = 0
+        self.generated_tokens = 0
+
+    def _sampling(self) -> dict[str, Any]:
+        if self.temperature <= 0:
+            return {"do_sample": False}
+        return {"do_sample": True, "temperature": self.temperature, "top_k": 0}
+
+    def _special_ids(self) -> tuple[int, int]:
+        eos = self.tokenizer.eos_token_id
+        pad = self.tokenizer.pad_token_id
+        return eos, eos if pad is None else pad
 
     def reply(self, active: list[Rollout], rooms: list[int]) -> list[list[int]]:
         import torch
 
-        sequences = [r.prompt_ids + r.completion_ids for r in active]
-        width = max(len(s) for s in sequences)
-        pad = self.tokenizer.pad_token_id
-        eos = self.tokenizer.eos_token_id
-        input_ids = torch.tensor([[pad] * (width - len(s)) + s for s in sequences])
-        attention = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences])
-        sampling: dict[str, Any] = {"do_sample": True, "temperature": self.temperature, "top_k": 0}
-        if self.temperature <= 0:
-            sampling = {"do_sample": False}
         was_training = self.model.training
         self.model.eval()
-        with torch.no_grad():
-            output = self.model.generate(
-                input_ids=input_ids,
-                attention_mask=attention,
-                max_new_tokens=max(1, min(self.max_new_tokens, max(rooms))),
-                eos_token_id=eos,
-                pad_token_id=pad,
-                **sampling,
-            )
-        if was_training:
-            self.model.train()
-        replies = []
-        for row in output[:, width:].tolist():
-            tokens = row[: row.index(eos) + 1] if eos in row else row
-            replies.append([t for t in tokens if t != pad])
+        try:
+            with torch.no_grad():
+                if self.kv_cache:
+                    return [
+                        self._reply_cached(rollout, room)
+                        for rollout, room in zip(active, rooms, strict=True)
+                    ]
+                return self._reply_batched(active, rooms)
+        finally:
+            if was_training:
+                self.model.train()
+
+    def _cut(self, tokens: list[int]) -> list[int]:
+        eos, pad = self._special_ids()
+        tokens = tokens[: tokens.index(eos) + 1] if eos in tokens else tokens
+        return [t for t in tokens if t != pad or t == eos]
+
+    def _reply_cached(self, rollout: Rollout, room: int) -> list[int]:
+        """One turn on the rollout's own cache, cropped to what still matches its tokens."""
+        import torch
+        from transformers import DynamicCache
+
+        eos, pad = self._special_ids()
+        ids = rollout.prompt_ids + rollout.completion_ids
+        cache, cached = rollout.kv if rollout.kv is not None else (None, [])
+        reuse = 0
+        for a, b in zip(cached, ids, strict=False):
+            if a != b:
+                break
+            reuse += 1
+        reuse = min(reuse, len(ids) - 1)  # at least one token must be fed to sample from
+        if cache is None or reuse == 0:
+            cache, reuse = DynamicCache(config=self.model.config), 0
+        else:
+            cache.crop(reuse - cache.get_seq_length())  # a count to remove (transformers 5)
+        self.prefilled_tokens += len(ids) - reuse
+        output = self.model.generate(
+            input_ids=torch.tensor([ids]),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+            past_key_values=cache,
+            max_new_tokens=max(1, min(self.max_new_tokens, room)),
+            eos_token_id=eos,
+            pad_token_id=pad,
+            return_dict_in_generate=True,
+            **self._sampling(),
+        )
+        sequence = output.sequences[0].tolist()
+        cache = output.past_key_values
+        rollout.kv = (cache, sequence[: cache.get_seq_length()])
+        tokens = self._cut(sequence[len(ids) :])
+        self.generated_tokens += len(tokens)
+        return tokens
+
+    def _reply_batched(self, active: list[Rollout], rooms: list[int]) -> list[list[int]]:
+        """One turn for every rollout in one left-padded ``generate`` (whole context each time)."""
+        import torch
+
+        eos, pad = self._special_ids()
+        sequences = [r.prompt_ids + r.completion_ids for r in active]
+        width = max(len(s) for s in sequences)
+        self.prefilled_tokens += sum(len(s) for s in sequences)
+        input_ids = torch.tensor([[pad] * (width - len(s)) + s for s in sequences])
+        attention = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences])
+        output = self.model.generate(
+            input_ids=input_ids,
+            attention_mask=attention,
+            max_new_tokens=max(1, min(self.max_new_tokens, max(rooms))),
+            eos_token_id=eos,
+            pad_token_id=pad,
+            **self._sampling(),
+        )
+        replies = [self._cut(row) for row in output[:, width:].tolist()]
+        self.generated_tokens += sum(len(r) for r in replies)
         return replies

@@ -270,9 +270,19 @@ class EpisodeSession:
                 await self.step({"tool": "submit"})
         return float(self.reward or 0.0)
 
-    async def invalid_reply(self, reply: str) -> str:
-        """Report a reply with no parsable tool call: the gateway counts it as an invalid action."""
-        return await self.step({"tool": "invalid_reply", "reply": reply[:200]})
+    async def invalid_reply(self, reply: str, reason: str) -> str:
+        """Report a reply with no parsable tool call: the gateway counts it as an invalid action,
+        and the model reads why its reply was not a tool call (not the gateway's unknown-tool
+        text, which would name a tool it never called)."""
+        output = await self.step({"tool": "invalid_reply", "reply": reply[:200]})
+        if self.done:
+            return output
+        steps_left = self.observation.get("steps_left")
+        return (
+            f"error (invalid_action): {reason}. Reply with exactly one tool call, such as "
+            '<tool_call>{"name": "list_files", "arguments": {}}</tool_call>'
+            + (f"\n[{steps_left} steps left]" if steps_left is not None else "")
+        )
 
 
 def tool_action(name: str, arguments: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from a01gym.training import config as train_config
+from a01gym.training import models, prompting
 
 __all__ = ["warm_start"]
 
@@ -38,7 +39,8 @@ def warm_start(
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import SFTConfig, SFTTrainer
 
-    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    model_path = models.resolve_model(model_path, field="model")
+    tokenizer = prompting.prepare_tokenizer(AutoTokenizer.from_pretrained(model_path))
     model = AutoModelForCausalLM.from_pretrained(model_path)
     cpu = not torch.cuda.is_available()
     args = SFTConfig(

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from importlib import resources
 from pathlib import Path
+
+from a01gym.training import prompting
 
 __all__ = ["TinySpec", "build_tiny"]
 
@@ -53,13 +54,7 @@ class TinySpec:
         self.seed = seed
 
 
-def _chat_template() -> str:
-    return (resources.files("trl") / "chat_templates" / "qwen2_5.jinja").read_text()
-
-
 def _base_corpus() -> list[str]:
-    from a01gym.training import prompting
-
     schemas = list(prompting.tool_schemas())
     texts = [prompting.SYSTEM_PROMPT, json.dumps(schemas), json.dumps(schemas, indent=2)]
     for schema in schemas:
@@ -108,7 +103,7 @@ def build_tiny(out: Path, corpus: Iterable[str] = (), spec: TinySpec | None = No
         padding_side="left",
     )
     tokenizer.add_tokens(list(TOOL_TOKENS))
-    tokenizer.chat_template = _chat_template()
+    tokenizer.chat_template = prompting.chat_template()
 
     torch.manual_seed(spec.seed)
     config = Qwen2Config(

@@ -141,7 +141,9 @@ def episode_row(
     labels = breakdown.get("labels") or {}
     return {
         "messages": messages,
-        "tools": list(prompting.tool_schemas()),
+        "tools": prompting.episode_tools(
+            expert="ask_expert" in ((observation.get("result") or {}).get("tools") or [])
+        ),
         "episode_id": str(episode.terminal.get("episode_id") or episode.reset.get("episode_id")),
         "scenario": str(episode.terminal.get("scenario") or episode.reset.get("scenario")),
         "family": str(labels.get("family", "unknown")),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from a01gym.training import rollout, session
+from a01gym.training import rollout, session, toolcalls
 
 
 def test_a_row_survives_the_trip_through_the_dataset_prompt() -> None:
@@ -25,14 +25,40 @@ def test_a_foreign_prompt_is_refused_with_the_fix() -> None:
             ("read_file", {"path": "a.py"}),
         ),
         ('thinking… <tool_call>{"name": "submit"}</tool_call><|im_end|>', ("submit", {})),
-        ('<tool_call>{"name": "read_file", "arguments": {"path": "a.py"</tool_call>', None),
-        ('<tool_call>{"name": 9}</tool_call>', None),
-        ('<tool_call>{"name": "x", "arguments": [1]}</tool_call>', None),
-        ("no call at all", None),
+        # what Qwen2.5-Coder-0.5B wrote zero-shot: fenced JSON, no tags
+        (
+            'Let me look.\n```json\n{"name": "read_file", "arguments": {"path": "/app/main.py"}}'
+            "\n```",
+            ("read_file", {"path": "/app/main.py"}),
+        ),
+        ('{"name": "list_files", "arguments": {}}', ("list_files", {})),
+        ('Sure: {"tool": "search", "pattern": "owner"} done', ("search", {"pattern": "owner"})),
+        (
+            '{"function": {"name": "read_file", "arguments": "{\\"path\\": \\"a.py\\"}"}}',
+            ("read_file", {"path": "a.py"}),
+        ),
+        # an unclosed tag (the turn ran out of tokens after a complete object) still counts
+        ('<tool_call>\n{"name": "submit", "arguments": {}}', ("submit", {})),
     ],
 )
-def test_parse_tool_call_takes_the_first_well_formed_call(text, expected) -> None:
-    assert rollout.parse_tool_call(text) == expected
+def test_parse_tool_call_accepts_what_real_models_write(text, expected) -> None:
+    assert toolcalls.parse_tool_call(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('<tool_call>{"name": "read_file", "arguments": {"path": "a.py"</tool_call>', "valid JSON"),
+        ('<tool_call>{"name": 9}</tool_call>', '"name" string'),
+        ('<tool_call>{"name": "x", "arguments": [1]}</tool_call>', "JSON object"),
+        ('{"name": "x", "arguments": "not json"}', "string but not JSON"),
+        ("no call at all", "no JSON object"),
+        ("[1, 2]", "no JSON object"),
+    ],
+)
+def test_parse_tool_call_says_why_a_reply_is_not_a_call(text, reason) -> None:
+    with pytest.raises(ValueError, match=reason):
+        toolcalls.parse_tool_call(text)
 
 
 def test_tool_action_and_tool_call_are_inverse() -> None:
