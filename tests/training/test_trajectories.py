@@ -92,7 +92,9 @@ def test_rows_are_the_grpo_chat_of_each_logged_episode(runs: Path) -> None:
                 "content": session.render_observation(step["observation"], max_chars=2000),
             }
         assert messages[-1]["tool_calls"][0]["function"]["name"] == "submit"
-        assert row["tools"] == list(prompting.tool_schemas())
+        # solo episodes: every tool but ask_expert, as the rollout engine shows them
+        assert row["tools"] == prompting.episode_tools(expert=False)
+        assert "ask_expert" not in {t["function"]["name"] for t in row["tools"]}
         assert row["scenario"] == episode.reset["scenario"]
         assert (row["family"], row["difficulty"]) != ("unknown", "unknown")
 

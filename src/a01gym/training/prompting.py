@@ -22,8 +22,8 @@ from typing import Any
 from a01gym.training import toolenv
 
 __all__ = [
-    "chat_template",
     "SYSTEM_PROMPT",
+    "chat_template",
     "episode_messages",
     "episode_tools",
     "prepare_tokenizer",
