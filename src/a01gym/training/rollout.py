@@ -28,7 +28,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from a01gym.training import prompting, session, toolcalls
+from a01gym.training import kvbatch, prompting, session, toolcalls
 
 __all__ = [
     "ModelPolicy",
@@ -73,7 +73,7 @@ class Rollout:
     turns: int = 0
     unparsable: int = 0
     kv: Any = dataclasses.field(default=None, repr=False)
-    """The policy's key/value cache of this episode and the tokens it holds (see ModelPolicy)."""
+    """The :class:`~a01gym.training.kvbatch.KVBatch` holding this episode's key/value cache."""
 
     @property
     def finished(self) -> bool:
@@ -330,13 +330,11 @@ class Policy(Protocol):
 class ModelPolicy:
     """A causal LM choosing each active rollout's next turn.
 
-    With ``kv_cache`` (the default), each rollout keeps its key/value cache across turns, so a
-    turn prefills only what was added since the last one (the tool output and the chat markup
-    around it) instead of the whole growing episode; rollouts are then generated one after
-    another, each on its own cache. Without it, every turn re-prefills every rollout's whole
-    context in one left-padded batch. ``bench/generation.py`` measures both on the same model
-    and episodes: reuse wins by several times on CPU, because context, not batch width, is the
-    cost there (on a GPU, use vLLM, which shares prefixes itself).
+    With ``kv_cache`` (the default), the batch keeps its key/value cache across turns
+    (:mod:`a01gym.training.kvbatch`): a turn prefills only what was added since each rollout's
+    last reply, the shared prompt prefix runs once, and the rows decode together. Without it,
+    every turn re-prefills every rollout's whole context in one left-padded ``generate``, as this
+    path did before. ``bench/generation.py`` measures both on the same model and episodes.
     """
 
     def __init__(
@@ -374,10 +372,7 @@ class ModelPolicy:
         try:
             with torch.no_grad():
                 if self.kv_cache:
-                    return [
-                        self._reply_cached(rollout, room)
-                        for rollout, room in zip(active, rooms, strict=True)
-                    ]
+                    return self._reply_cached(active, rooms)
                 return self._reply_batched(active, rooms)
         finally:
             if was_training:
@@ -388,41 +383,24 @@ class ModelPolicy:
         tokens = tokens[: tokens.index(eos) + 1] if eos in tokens else tokens
         return [t for t in tokens if t != pad or t == eos]
 
-    def _reply_cached(self, rollout: Rollout, room: int) -> list[int]:
-        """One turn on the rollout's own cache, cropped to what still matches its tokens."""
-        import torch
-        from transformers import DynamicCache
-
+    def _reply_cached(self, active: list[Rollout], rooms: list[int]) -> list[list[int]]:
+        """One turn for every rollout on the batch's kept cache (:mod:`kvbatch`)."""
         eos, pad = self._special_ids()
-        ids = rollout.prompt_ids + rollout.completion_ids
-        cache, cached = rollout.kv if rollout.kv is not None else (None, [])
-        reuse = 0
-        for a, b in zip(cached, ids, strict=False):
-            if a != b:
-                break
-            reuse += 1
-        reuse = min(reuse, len(ids) - 1)  # at least one token must be fed to sample from
-        if cache is None or reuse == 0:
-            cache, reuse = DynamicCache(config=self.model.config), 0
-        else:
-            cache.crop(reuse - cache.get_seq_length())  # a count to remove (transformers 5)
-        self.prefilled_tokens += len(ids) - reuse
-        output = self.model.generate(
-            input_ids=torch.tensor([ids]),
-            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
-            past_key_values=cache,
-            max_new_tokens=max(1, min(self.max_new_tokens, room)),
-            eos_token_id=eos,
-            pad_token_id=pad,
-            return_dict_in_generate=True,
-            **self._sampling(),
+        batch = active[0].kv
+        if batch is None or any(r.kv is not batch for r in active):
+            batch = kvbatch.KVBatch(self.model, list(active), pad_id=pad, eos_id=eos)
+            for rollout in active:
+                rollout.kv = batch
+        before = batch.prefilled, batch.generated
+        replies = batch.turn(
+            list(active),
+            [r.prompt_ids + r.completion_ids for r in active],
+            [max(1, min(self.max_new_tokens, room)) for room in rooms],
+            temperature=self.temperature,
         )
-        sequence = output.sequences[0].tolist()
-        cache = output.past_key_values
-        rollout.kv = (cache, sequence[: cache.get_seq_length()])
-        tokens = self._cut(sequence[len(ids) :])
-        self.generated_tokens += len(tokens)
-        return tokens
+        self.prefilled_tokens += batch.prefilled - before[0]
+        self.generated_tokens += batch.generated - before[1]
+        return [self._cut(reply) for reply in replies]
 
     def _reply_batched(self, active: list[Rollout], rooms: list[int]) -> list[list[int]]:
         """One turn for every rollout in one left-padded ``generate`` (whole context each time)."""
