@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
-import packaged_models  # noqa: E402
+import packaged_models
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1500)]
 
@@ -97,7 +97,7 @@ def test_a_corrupt_gguf_file_is_refused_with_what_to_do(tmp_path: Path, model_ca
 
     broken = tmp_path / "broken.gguf"
     broken.write_bytes(b"not a model at all")
-    with pytest.raises(ConfigError, match="not a GGUF file.*fetch it again"):
+    with pytest.raises(ConfigError, match=r"not a GGUF file.*fetch it again"):
         models.resolve_model(str(broken))
     truncated = tmp_path / "truncated.gguf"
     truncated.write_bytes(b"GGUF" + b"\0" * 64)
