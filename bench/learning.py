@@ -1,22 +1,34 @@
-"""Learning benchmark: does GRPO on this environment improve a (tiny) policy on unseen scenarios?
+"""Learning benchmark: does a real pretrained model get better here by training on a01gym?
 
-One family in one domain (``--family``, ``--domain``; the fix is small and similar across seeds),
-built into a fresh cache with the offline factory and served by an in-process gateway on local
-sandboxes. The scenarios are split three ways, by seed:
+A real model (``--model``: a packaged name, by default SmolLM2-135M-Instruct from its
+PyPI-packaged GGUF file, or any GGUF file, directory or hub id) goes through the whole recipe on
+CPU, and is evaluated three times on the same unseen scenarios:
 
-* **SFT**: the scripted solver plays them and its logs become the warm-start data; a tiny model
-  built locally is fine-tuned on them (deliberately short, so the policy still has entropy);
-* **GRPO**: unseen by SFT, so a group's rollouts succeed and fail on the same scenario (a
-  scenario the warm start memorised gives every rollout reward 1 and no advantage);
-* **held out**: played before GRPO (the SFT model) and after it (SFT + adapter),
-  ``--eval-samples`` episodes each at the training temperature, because the policy GRPO
-  optimises is the sampled one; the per-scenario means are paired.
+1. **base**: the model as it comes (zero-shot);
+2. **SFT**: fine-tuned (LoRA, merged) on the scripted solver's episodes, which locate the code
+   with ``search`` before reading and editing it, so the choice of file is carried by an
+   observation (:mod:`a01gym.training.solver`);
+3. **SFT + GRPO**: a LoRA adapter trained with GRPO on scenarios SFT never saw, through the
+   parallel rollout path (batched generation on a key/value cache kept across turns).
 
-Reports mean reward before and after, ``reward_gain_ci_low`` (the lower end of the paired 95%
-bootstrap interval of the gain over held-out scenarios; target > 0),
-``invalid_action_rate_ratio`` (after ÷ before; target <= 0.5), and where the gain came from:
-``gain_from_fixes`` (episodes that became reward-1 fixes, net) against ``gain_from_penalties``
-(reward change on episodes that were not fixed either way: fewer invalid actions, a broken app).
+One family in one domain (``--family``, ``--domain``) is split by seed three ways: SFT, GRPO
+and held out. Each held-out scenario is played ``--eval-samples`` times at
+``--eval-temperature`` by every model, so the per-scenario means pair up. Scenarios of
+``--other-family`` (never trained on) are played by base and SFT + GRPO too and reported
+without a target: what carries over to another family.
+
+Why these choices: context length is the cost on CPU (a 2.3k-token prompt; SmolLM2-135M
+forward + backward ~35 s per 3k-token episode on 2 cores), so the model is the smallest real
+one, the family is one whose fix is short, SFT sees each solver episode a few times, and GRPO
+runs a few steps of 8 rollouts (2 groups of 4). ``--quick`` is sized to finish in about 90
+minutes on 2 cores.
+
+Reported: ``base_resolved_rate``, ``sft_resolved_rate``, ``trained_resolved_rate``;
+``reward_gain_ci_low`` (trained vs base: the lower end of the paired bootstrap 95% interval over
+held-out scenarios; target > 0), ``grpo_gain_ci_low`` (trained vs SFT: GRPO's own part; target
+> 0), ``gain_from_fixes`` (reward change from episodes that became or stopped being fixes, per
+episode; target > 0) against ``gain_from_penalties``, and ``invalid_action_rate_ratio``
+(trained ÷ base; target <= 0.5), with ``minutes``.
 
     python bench/learning.py --quick --json-out runs/bench/learning.json
 """
@@ -33,10 +45,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+import generation
 import report
 
 TARGETS = {
     "reward_gain_ci_low": (">", 0.0),
+    "grpo_gain_ci_low": (">", 0.0),
+    "gain_from_fixes": (">", 0.0),
     "invalid_action_rate_ratio": ("<=", 0.5),
 }
 
@@ -52,7 +67,7 @@ async def _solve(url: str, cache: Path, hashes: list[str]) -> list[float]:
         episode = session.EpisodeSession(url)
         agent = solver.SolverAgent(source)
         try:
-            await episode.reset(scenario=digest, split="train")
+            await episode.reset(scenario=digest, split="train", agent="solver")
             await agent.start(episode.observation)
             while not episode.done:
                 await episode.step(await agent.act(episode.observation))
@@ -65,7 +80,7 @@ async def _solve(url: str, cache: Path, hashes: list[str]) -> list[float]:
 
 def _evaluate(
     url: str, model: str, adapter: Path | None, rows: list[dict], label: str, args: Any
-) -> list:
+) -> list[dict]:
     from a01gym.training import compare, rollout
 
     tokenizer, policy = compare.load_policy(model, adapter)
@@ -73,8 +88,8 @@ def _evaluate(
         tokenizer,
         url,
         max_turns=args.max_turns,
-        max_completion_tokens=4096,
-        max_output_chars=400,
+        max_completion_tokens=args.max_completion_tokens,
+        max_output_chars=args.max_output_chars,
     )
     try:
         return compare.evaluate_model(
@@ -85,7 +100,8 @@ def _evaluate(
                 max_new_tokens=args.max_new_tokens,
                 temperature=args.eval_temperature,
             ),
-            rows,
+            [{**row, "agent": label} for row in rows],
+            batch_size=args.batch,
             label=label,
         )
     finally:
@@ -99,90 +115,77 @@ def _scenario_means(records: list[dict], samples: int) -> list[float]:
     return [statistics.fmean(rewards[i : i + samples]) for i in range(0, len(rewards), samples)]
 
 
-def _sources_of_gain(before: list[dict], after: list[dict]) -> dict[str, float]:
-    n = len(before)
-    fixes = sum(
-        (a["reward"] == 1.0) - (b["reward"] == 1.0) for b, a in zip(before, after, strict=True)
+def _gain(after: list[dict], before: list[dict], samples: int) -> dict[str, float]:
+    from a01gym.training import stats
+
+    diff = stats.paired_bootstrap_difference(
+        _scenario_means(after, samples), _scenario_means(before, samples)
     )
-    unfixed = [
-        a["reward"] - b["reward"]
-        for b, a in zip(before, after, strict=True)
-        if a["reward"] < 1.0 and b["reward"] < 1.0
-    ]
     return {
-        "fixed_before": sum(b["reward"] == 1.0 for b in before),
-        "fixed_after": sum(a["reward"] == 1.0 for a in after),
-        "gain_from_fixes": round(
-            sum(
-                a["reward"] - b["reward"]
-                for b, a in zip(before, after, strict=True)
-                if (a["reward"] == 1.0) != (b["reward"] == 1.0)
-            )
-            / n,
-            4,
-        ),
-        "gain_from_penalties": round(sum(unfixed) / n, 4),
-        "net_new_fixes": fixes,
+        "mean": round(diff.mean_difference, 4),
+        "ci_low": round(diff.low, 4),
+        "ci_high": round(diff.high, 4),
+        "p_value": round(diff.p_value, 4),
     }
 
 
-def _warm_start(
-    url: str, cache: Path, hashes: list[str], work: Path, cfg: Any, args: Any, result: dict
-) -> str:
-    """The scripted solver plays the SFT scenarios; the tiny model is built and fine-tuned on
-    its episodes. Returns the warm-started model's directory."""
-    from a01gym.training import sft, smoke, tiny, trajectories
+def _sources_of_gain(before: list[dict], after: list[dict]) -> dict[str, float]:
+    n = len(before)
+    pairs = list(zip(before, after, strict=True))
+    changed = [(b, a) for b, a in pairs if (a["reward"] == 1.0) != (b["reward"] == 1.0)]
+    unfixed = [a["reward"] - b["reward"] for b, a in pairs if max(a["reward"], b["reward"]) < 1]
+    return {
+        "fixed_before": sum(b["reward"] == 1.0 for b in before),
+        "fixed_after": sum(a["reward"] == 1.0 for a in after),
+        "gain_from_fixes": round(sum(a["reward"] - b["reward"] for b, a in changed) / n, 4),
+        "gain_from_penalties": round(sum(unfixed) / n, 4),
+    }
 
-    started = time.perf_counter()
-    solved = asyncio.run(_solve(url, cache, hashes))
-    result["solver_mean_reward"] = round(statistics.fmean(solved), 4)
-    data = work / "sft-data"
-    trajectories.export_trajectories(work / "episodes", data, min_reward=1.0, max_output_chars=400)
-    base = tiny.build_tiny(
-        work / "tiny",
-        corpus=smoke.corpus(data),
-        spec=tiny.TinySpec(hidden_size=128, intermediate_size=384, layers=4),
+
+def _build(cache: Path, count: int, family: str, domain: str, seed: int) -> list[str]:
+    from a01gym.factory import pipeline
+    from a01gym.scenario.cache import ScenarioCache
+
+    pipeline.build_demo(
+        cache,
+        count=count,
+        seed=seed,
+        families=[family],
+        domains=[domain],
+        difficulty={"easy": 1.0},
+        split={"eval_domains": [], "eval_families": []},
     )
-    model = sft.warm_start(str(base), data, work / "sft-model", cfg.sft, seed=args.seed)
-    result["sft_s"] = round(time.perf_counter() - started, 1)
-    return str(model)
+    return [e.hash for e in ScenarioCache(cache).entries(split="train")]
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
     work = args.work or Path(tempfile.mkdtemp(prefix="a01gym-bench-learning-"))
     work.mkdir(parents=True, exist_ok=True)
-    warm = work / "sft-model"
-    reuse = args.work is not None and (warm / "config.json").is_file()
     os.environ["TRACKIO_DIR"] = str(work / "trackio")  # before trl/trackio are imported
-    from a01gym.cli.background import gateway_thread
-    from a01gym.factory import pipeline
-    from a01gym.factory.cache import ScenarioCache
-    from a01gym.training import compare, config, grpo, stats
+    import torch
 
-    cache = work / "cache"
-    if not reuse:
-        pipeline.build_demo(
-            cache,
-            count=args.scenarios,
-            seed=args.seed,
-            families=[args.family],
-            domains=[args.domain],
-            difficulty={"easy": 1.0},
-            split={"eval_domains": [], "eval_families": []},
-        )
-    hashes = [e.hash for e in ScenarioCache(cache).entries(split="train")]
+    from a01gym.cli.background import gateway_thread
+    from a01gym.training import compare, config, grpo, sft, trajectories
+
+    torch.set_num_threads(args.threads)
+    spec, sha = generation.model_source(args.model)
+    result: dict[str, Any] = {"model": args.model, "model_sha256": sha}
+    hashes = _build(work / "cache", args.scenarios, args.family, args.domain, args.seed)
     held_out = hashes[: args.held_out]
     sft_set = hashes[args.held_out : args.held_out + args.sft_scenarios]
     grpo_set = hashes[args.held_out + args.sft_scenarios :]
-    result: dict[str, Any] = {
-        "family": args.family,
-        "domain": args.domain,
-        "sft_scenarios": len(sft_set),
-        "grpo_scenarios": len(grpo_set),
-        "held_out_scenarios": len(held_out),
-        "eval_samples": args.eval_samples,
-        "eval_temperature": args.eval_temperature,
-    }
+    other = _build(work / "other", args.other_count, args.other_family, args.domain, args.seed)
+    result.update(
+        family=args.family,
+        domain=args.domain,
+        sft_scenarios=len(sft_set),
+        grpo_scenarios=len(grpo_set),
+        held_out_scenarios=len(held_out),
+        eval_samples=args.eval_samples,
+        eval_temperature=args.eval_temperature,
+        other_family=args.other_family,
+        other_family_scenarios=len(other),
+    )
     cfg = config.load_config(
         None,
         **{
@@ -192,71 +195,88 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             "data.scenarios": grpo_set,
             "rollout.max_turns": args.max_turns,
             "rollout.max_new_tokens": args.max_new_tokens,
-            "rollout.max_completion_tokens": 4096,
-            "rollout.max_output_chars": 400,
+            "rollout.max_completion_tokens": args.max_completion_tokens,
+            "rollout.max_output_chars": args.max_output_chars,
             "rollout.temperature": 1.0,
             "lora.r": 16,
             "lora.alpha": 32,
-            "sft.full": True,
             "sft.epochs": args.sft_epochs,
-            "sft.learning_rate": 3e-3,
+            "sft.learning_rate": args.sft_lr,
             "grpo": {
                 "max_steps": args.grpo_steps,
                 "per_device_train_batch_size": 8,
-                "num_generations": 8,
+                "num_generations": 4,
                 "learning_rate": args.grpo_lr,
             },
         },
     )
-    with gateway_thread(cache, work / "episodes") as url:
-        if reuse:
-            model = str(warm)
-            result["warm_start_reused"] = str(work)
-        else:
-            model = _warm_start(url, cache, sft_set, work, cfg, args, result)
-        rows = [
-            {"scenario": h, "split": "train", "agent": "eval"}
-            for h in held_out
-            for _ in range(args.eval_samples)
-        ]
-        # The before-eval is reused only if it was played exactly as the after-eval will be.
-        played = {
-            "rows": rows,
-            "max_turns": args.max_turns,
-            "max_new_tokens": args.max_new_tokens,
-            "temperature": args.eval_temperature,
-        }
-        stored = work / "before.json"
-        saved = json.loads(stored.read_text()) if reuse and stored.is_file() else {}
-        if saved.get("played") == played:
-            before = saved["records"]
-        else:
-            started = time.perf_counter()
-            before = _evaluate(url, model, None, rows, "before", args)
-            result["eval_s"] = round(time.perf_counter() - started, 1)
-            stored.write_text(json.dumps({"played": played, "records": before}))
+    rows = [{"scenario": h, "split": "train"} for h in held_out for _ in range(args.eval_samples)]
+    other_rows = [{"scenario": h, "split": "train"} for h in other]
+    timings: dict[str, float] = {}
+
+    def timed(name: str, fn: Any, *a: Any) -> Any:
         started = time.perf_counter()
-        grpo.train(cfg, model_path=model, gateway_url=url)
-        result["grpo_s"] = round(time.perf_counter() - started, 1)
-        after = _evaluate(url, model, cfg.output_dir / "adapter", rows, "after", args)
-    for label, records in (("before", before), ("after", after)):
+        value = fn(*a)
+        timings[name] = round(time.perf_counter() - started, 1)
+        print(f"learning bench: {name} done in {timings[name]} s", flush=True)
+        return value
+
+    with gateway_thread(work / "cache", work / "episodes") as url:
+        solved = timed("solver", lambda: asyncio.run(_solve(url, work / "cache", sft_set)))
+        result["solver_mean_reward"] = round(statistics.fmean(solved), 4)
+        data = work / "sft-data"
+        trajectories.export_trajectories(
+            work / "episodes",
+            data,
+            min_reward=1.0,
+            max_output_chars=args.max_output_chars,
+        )
+        base = timed("base_eval", _evaluate, url, spec, None, rows, "base", args)
+        warm = timed(
+            "sft", lambda: sft.warm_start(spec, data, work / "sft-model", cfg.sft, seed=args.seed)
+        )
+        tuned = timed("sft_eval", _evaluate, url, str(warm), None, rows, "sft", args)
+        timed("grpo", lambda: grpo.train(cfg, model_path=str(warm), gateway_url=url))
+        adapter = cfg.output_dir / "adapter"
+        trained = timed("trained_eval", _evaluate, url, str(warm), adapter, rows, "trained", args)
+    with gateway_thread(work / "other", work / "other-episodes") as url:
+        other_base = timed("other_base_eval", _evaluate, url, spec, None, other_rows, "base", args)
+        other_trained = timed(
+            "other_trained_eval", _evaluate, url, str(warm), adapter, other_rows, "trained", args
+        )
+    for label, records in (("base", base), ("sft", tuned), ("trained", trained)):
         compare.write_eval(cfg.output_dir, label, records)
         summary = compare.summarise_records(records)["overall"]
         result[f"{label}_mean_reward"] = summary["mean_reward"]
-        result[f"{label}_invalid_action_rate"] = summary["invalid_action_rate"]
         result[f"{label}_resolved_rate"] = summary["resolved_rate"]
-    diff = stats.paired_bootstrap_difference(
-        _scenario_means(after, args.eval_samples), _scenario_means(before, args.eval_samples)
+        result[f"{label}_invalid_action_rate"] = summary["invalid_action_rate"]
+    for label, records in (("other_base", other_base), ("other_trained", other_trained)):
+        compare.write_eval(cfg.output_dir, label, records)
+        summary = compare.summarise_records(records)["overall"]
+        result[f"{label}_mean_reward"] = summary["mean_reward"]
+        result[f"{label}_resolved_rate"] = summary["resolved_rate"]
+    gain = _gain(trained, base, args.eval_samples)
+    grpo_gain = _gain(trained, tuned, args.eval_samples)
+    result.update(
+        reward_gain=gain["mean"],
+        reward_gain_ci_low=gain["ci_low"],
+        reward_gain_ci_high=gain["ci_high"],
+        reward_gain_p_value=gain["p_value"],
+        grpo_gain=grpo_gain["mean"],
+        grpo_gain_ci_low=grpo_gain["ci_low"],
+        grpo_gain_ci_high=grpo_gain["ci_high"],
+        invalid_action_rate_ratio=round(
+            result["trained_invalid_action_rate"] / max(result["base_invalid_action_rate"], 1e-9),
+            3,
+        ),
+        **_sources_of_gain(base, trained),
+        timings_s=timings,
+        run_dir=str(cfg.output_dir),
     )
-    result["reward_gain"] = round(diff.mean_difference, 4)
-    result["reward_gain_ci_low"] = round(diff.low, 4)
-    result["reward_gain_ci_high"] = round(diff.high, 4)
-    result["reward_gain_p_value"] = round(diff.p_value, 4)
-    result["invalid_action_rate_ratio"] = round(
-        result["after_invalid_action_rate"] / max(result["before_invalid_action_rate"], 1e-9), 3
-    )
-    result.update(_sources_of_gain(before, after))
-    result["run_dir"] = str(cfg.output_dir)
+    metrics = cfg.output_dir / "metrics.jsonl"
+    if metrics.is_file():
+        steps = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+        result["grpo_reward_per_step"] = [round(s.get("reward_mean", 0.0), 4) for s in steps]
     return result
 
 
@@ -264,31 +284,35 @@ def cli() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--quick", action="store_true", help="fewer scenarios and steps")
+    parser.add_argument("--quick", action="store_true", help="sized for ~90 min on 2 cores")
     parser.add_argument("--json-out", type=Path, help="also write the JSON result here")
-    parser.add_argument("--family", default="F01", help="the one bug family")
+    parser.add_argument("--model", default="smollm2-135m", help="packaged name or model spec")
+    parser.add_argument("--family", default="F01", help="the trained bug family")
+    parser.add_argument("--other-family", default="F02", help="a held-out family (no training)")
     parser.add_argument("--domain", default="notes", help="the one domain")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--work",
-        type=Path,
-        help="work directory; a previous run's cache, warm start and before-eval are reused",
-    )
-    parser.add_argument("--sft-epochs", type=float, help="warm-start epochs (default by size)")
+    parser.add_argument("--work", type=Path, help="work directory (kept)")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--sft-epochs", type=float, default=2.0)
+    parser.add_argument("--sft-lr", type=float, default=5e-4, help="LoRA SFT learning rate")
     parser.add_argument("--grpo-steps", type=int, help="GRPO steps (default by size)")
-    parser.add_argument("--grpo-lr", type=float, default=5e-4, help="GRPO LoRA learning rate")
-    parser.add_argument("--eval-samples", type=int, default=4, help="episodes per scenario")
-    parser.add_argument("--eval-temperature", type=float, default=1.0)
+    parser.add_argument("--grpo-lr", type=float, default=1e-4, help="GRPO LoRA learning rate")
+    parser.add_argument("--eval-samples", type=int, default=2, help="episodes per scenario")
+    parser.add_argument("--eval-temperature", type=float, default=0.7)
+    parser.add_argument("--batch", type=int, default=8, help="episodes generated together")
     parser.add_argument("--max-turns", type=int, default=8)
-    parser.add_argument("--max-new-tokens", type=int, default=80)
+    parser.add_argument("--max-new-tokens", type=int, default=192)
+    parser.add_argument("--max-completion-tokens", type=int, default=3072)
+    parser.add_argument("--max-output-chars", type=int, default=600)
     args = parser.parse_args()
-    args.held_out = 12 if args.quick else 24
-    args.sft_scenarios = 28 if args.quick else 40
-    args.scenarios = args.held_out + args.sft_scenarios + (12 if args.quick else 32)
-    args.sft_epochs = args.sft_epochs or 12
-    args.grpo_steps = args.grpo_steps or (12 if args.quick else 40)
+    args.held_out = 8 if args.quick else 24
+    args.sft_scenarios = 16 if args.quick else 40
+    args.scenarios = args.held_out + args.sft_scenarios + (12 if args.quick else 40)
+    args.other_count = 4 if args.quick else 12
+    args.grpo_steps = args.grpo_steps or (6 if args.quick else 30)
     began = time.perf_counter()
     metrics = main(args)
+    metrics["minutes"] = round((time.perf_counter() - began) / 60, 1)
     report.emit("learning", metrics, TARGETS, quick=args.quick, began=began, json_out=args.json_out)
 
 

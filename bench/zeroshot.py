@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import tempfile
 import time
@@ -30,7 +31,7 @@ from typing import Any
 import generation
 import report
 
-DEFAULT_MODELS = ("qwen2.5-coder-0.5b", "smollm2-135m")
+DEFAULT_MODELS = ("smollm2-135m", "qwen2.5-coder-0.5b")
 
 
 def _model_rows(
@@ -125,6 +126,11 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
                 result["models"].append(
                     {"model": name, "model_sha256": sha, "decoding": decoding, **figures}
                 )
+                if args.json_out:  # a long run cut short still leaves what it measured
+                    args.json_out.parent.mkdir(parents=True, exist_ok=True)
+                    args.json_out.with_suffix(".partial.json").write_text(
+                        json.dumps(result, indent=2)
+                    )
     return result
 
 

@@ -179,6 +179,14 @@ async def test_solver_resolves_every_train_scenario_with_small_edits(
                 size = len(action["old"]) + len(action["new"])
                 per_file[action["path"]] = per_file.get(action["path"], 0) + size
         assert per_file, f"{log}: no edit_file"
+        # the file to change is located by a search whose result names it, before any read
+        steps = [r for r in records if r["type"] == "step"]
+        for path in per_file:
+            touched = next(i for i, r in enumerate(steps) if r["action"].get("path") == path)
+            assert any(
+                r["action"]["tool"] == "search" and path in str(r["observation"]["output"])
+                for r in steps[:touched]
+            ), f"{log}: {path} was read before a search result named it"
         for path, size in per_file.items():
             assert size < 0.5 * len(bundle.workspace[path]), (path, size)
             edited_chars += size

@@ -83,6 +83,11 @@ def train_command(
         )
     elif cfg.model is None:
         raise ConfigError("model", "no model to train", hint="set `model:` or pass --smoke")
+    else:  # a bad path or GGUF file fails here, before a gateway starts
+        from a01gym.training import models
+
+        cfg.model = models.resolve_model(cfg.model, field="model")
+        _console.print(f"model: {cfg.model}", soft_wrap=True)
     if max_steps is not None:
         cfg.grpo["max_steps"] = max_steps
     out = cfg.output_dir

@@ -33,7 +33,7 @@ from typing import Any
 import yaml
 
 from a01gym.training import config as train_config
-from a01gym.training import models, prefixforward, prompting, toolenv
+from a01gym.training import models, prefixforward, prompting, toolenv, trlkit
 from a01gym.training import rollout as rollouts
 from a01gym.training.expertratio import ExpertRatio
 
@@ -293,7 +293,7 @@ def make_rollout_func(
     return rollout_func
 
 
-def _grpo_args(cfg: train_config.TrainConfig, out: Path, *, cpu: bool) -> Any:
+def _grpo_args(cfg: train_config.TrainConfig, out: Path) -> Any:
     from trl import GRPOConfig
 
     defaults: dict[str, Any] = {
@@ -313,8 +313,7 @@ def _grpo_args(cfg: train_config.TrainConfig, out: Path, *, cpu: bool) -> Any:
         "max_completion_length": cfg.rollout.max_completion_tokens,
         "temperature": max(cfg.rollout.temperature, 1e-3),
     }
-    if cpu:
-        defaults.update(use_cpu=True, bf16=False)
+    defaults.update(trlkit.machine_defaults())
     if cfg.generation != train_config.GenerationBackend.TRANSFORMERS:
         defaults.update(use_vllm=True, vllm_mode=cfg.generation.value.removeprefix("vllm-"))
         if cfg.vllm_server_url:
@@ -355,7 +354,6 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
     ``TRACKIO_DIR`` must be set (by the caller) before ``trl`` is first imported: Trackio reads
     it at import time.
     """
-    import torch
     from peft import LoraConfig
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -366,7 +364,7 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
     model_path = models.resolve_model(model_path, field="model")
     tokenizer = prompting.prepare_tokenizer(AutoTokenizer.from_pretrained(model_path))
     model = AutoModelForCausalLM.from_pretrained(model_path)
-    args = _grpo_args(cfg, out, cpu=not torch.cuda.is_available())
+    args = _grpo_args(cfg, out)
     lora = LoraConfig(
         r=cfg.lora.r,
         lora_alpha=cfg.lora.alpha,
@@ -384,7 +382,7 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
         "train_dataset": build_dataset(cfg),
         "processing_class": tokenizer,
         "peft_config": lora,
-        "callbacks": [_step_end_callback(log)],
+        "callbacks": [_step_end_callback(log), trlkit.learning_signal()],
     }
     if cfg.rollout.path == train_config.RolloutPath.PARALLEL:
         engine = rollouts.RolloutEngine(
@@ -402,7 +400,8 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
             **common,
         )
     else:
-        toolenv.A01ToolEnv.configure(
+        env_class = toolenv.A01ExpertToolEnv if ratio is not None else toolenv.A01ToolEnv
+        env_class.configure(
             gateway_url,
             expert_ratio=ratio,
             group_size=int(args.num_generations),
@@ -410,7 +409,7 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
             max_output_chars=cfg.rollout.max_output_chars,
         )
         trainer = prefixforward.grpo_trainer_class()(
-            reward_funcs=None, environment_factory=toolenv.A01ToolEnv, **common
+            reward_funcs=None, environment_factory=env_class, **common
         )
     try:
         trainer.train()

@@ -135,9 +135,7 @@ class KVBatch:
             row.fed += chunk
             row.slots += range(start + pad, start + width)
             self.prefilled += len(chunk)
-        return self._forward(
-            torch.tensor(ids), torch.tensor(chunk_mask), torch.tensor(positions)
-        )
+        return self._forward(torch.tensor(ids), torch.tensor(chunk_mask), torch.tensor(positions))
 
     def _choose(self, logits: Any, temperature: float) -> list[int]:
         import torch

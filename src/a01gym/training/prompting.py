@@ -40,14 +40,15 @@ SYSTEM_PROMPT = (
 
 @functools.cache
 def tool_schemas() -> tuple[dict[str, Any], ...]:
-    """JSON schemas of :class:`~a01gym.training.toolenv.A01ToolEnv`'s tools, in TRL's order.
+    """JSON schemas of every tool (:class:`~a01gym.training.toolenv.A01ExpertToolEnv`'s), in
+    TRL's order.
 
     TRL lists an environment's methods with ``inspect.getmembers`` (alphabetical) and builds each
     schema with ``transformers.utils.get_json_schema``; we do the same so prompts match.
     """
     from transformers.utils import get_json_schema
 
-    methods = inspect.getmembers(toolenv.A01ToolEnv, predicate=inspect.isfunction)
+    methods = inspect.getmembers(toolenv.A01ExpertToolEnv, predicate=inspect.isfunction)
     return tuple(
         get_json_schema(method)
         for name, method in methods

@@ -1,10 +1,12 @@
 """The scripted solver: the reference fix played as a short, plausible episode (eval, export).
 
 Warm-start data for a small model has to look like something it could learn to do: look at the
-failing test, reproduce the attack once, read the few lines it will change, make small exact
-``edit_file`` replacements, check, submit. :class:`SolverAgent` plays exactly that from the
-scenario's stored reference fix, and :func:`edit_hunks` turns a file's before/after text into
-the minimal replacements (each ``old`` made unique in the file as it is when the edit is sent).
+failing test, reproduce the attack once, find the code with ``search`` (the enclosing
+function's ``def``, so the file and line come from an observation the model sees), read the few
+lines it will change, make small exact ``edit_file`` replacements, check, submit.
+:class:`SolverAgent` plays exactly that from the scenario's stored reference fix, and
+:func:`edit_hunks` turns a file's before/after text into the minimal replacements (each ``old``
+made unique in the file as it is when the edit is sent).
 
 Like :class:`~a01gym.training.agents.ReferenceAgent` it reads the bundle's hidden part from the
 scenario cache by the hash in the reset observation, so it is an eval baseline and a source of
@@ -148,6 +150,22 @@ def _windows(hunks: list[Hunk]) -> list[tuple[int, int]]:
     return windows
 
 
+_DEF = re.compile(r"^\s*(?:async\s+)?def\s+(\w+)\s*\(")
+
+
+def _locator(original: str, hunk: Hunk) -> str | None:
+    """What to ``search`` for to find a hunk: its enclosing function's ``def name(``, else its
+    first non-blank line. The search result names the file and line, so the model's choice of
+    file to read and edit follows from an observation it has seen, not from memory."""
+    lines = original.splitlines()
+    for index in range(min(hunk.first_line, len(lines)) - 1, -1, -1):
+        found = _DEF.match(lines[index])
+        if found:
+            return f"def {found.group(1)}("
+    first = next((line.strip() for line in hunk.old.splitlines() if line.strip()), "")
+    return first or None
+
+
 def _reproduction(observation: Observation) -> Action | None:
     """The first GET of the first visible exploit that worked, replayed as an http_request.
 
@@ -209,6 +227,9 @@ class SolverAgent:
         # A file that drops a name is edited after the files that stop using it.
         changes.sort(key=lambda change: (any(h.unbinds for h in change[1]), change[0]))
         for path, hunks in changes:
+            pattern = _locator(bundle.workspace[path].decode(), hunks[0])
+            if pattern:
+                reads.append({"tool": "search", "pattern": pattern})
             reads += [
                 {"tool": "read_file", "path": path, "start_line": first, "end_line": last}
                 for first, last in _windows(hunks)

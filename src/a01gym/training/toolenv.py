@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Literal
 from a01gym.training import session as _session
 from a01gym.training.expertratio import ExpertRatio
 
-__all__ = ["A01ToolEnv"]
+__all__ = ["A01ExpertToolEnv", "A01ToolEnv"]
 
 
 class A01ToolEnv:
@@ -150,6 +150,19 @@ class A01ToolEnv:
         """Run the visible tests against the current app."""
         return self._act(tool="run_tests")
 
+    def submit(self) -> str:
+        """End the episode: hidden tests grade the current workspace."""
+        return self._act(tool="submit")
+
+
+class A01ExpertToolEnv(A01ToolEnv):
+    """:class:`A01ToolEnv` with the ``ask_expert`` tool, for runs that offer an expert.
+
+    A separate class because TRL offers every public method as a tool in every episode: offered
+    ``ask_expert`` in solo episodes, Qwen2.5-Coder-0.5B called it every turn and got
+    ``expert_off`` every time.
+    """
+
     def ask_expert(self, question: str) -> str:
         """Ask a stronger model for advice; only in episodes that offer it, a few times at most.
 
@@ -157,7 +170,3 @@ class A01ToolEnv:
             question: What you need to know, e.g. which handler misses its ownership check.
         """
         return self._act(tool="ask_expert", question=question)
-
-    def submit(self) -> str:
-        """End the episode: hidden tests grade the current workspace."""
-        return self._act(tool="submit")
