@@ -170,10 +170,13 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     spec, sha = generation.model_source(args.model)
     result: dict[str, Any] = {"model": args.model, "model_sha256": sha}
-    hashes = _build(work / "cache", args.scenarios, args.family, args.domain, args.seed)
+    # the gates reject some candidates: ask for a quarter more than the splits need
+    hashes = _build(work / "cache", args.scenarios * 5 // 4, args.family, args.domain, args.seed)
     held_out = hashes[: args.held_out]
     sft_set = hashes[args.held_out : args.held_out + args.sft_scenarios]
-    grpo_set = hashes[args.held_out + args.sft_scenarios :]
+    grpo_set = hashes[args.held_out + args.sft_scenarios : args.scenarios]
+    if len(grpo_set) < 2:
+        raise SystemExit(f"the factory admitted {len(hashes)} scenarios: too few to split")
     other = _build(work / "other", args.other_count, args.other_family, args.domain, args.seed)
     result.update(
         family=args.family,
@@ -304,11 +307,16 @@ def cli() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=192)
     parser.add_argument("--max-completion-tokens", type=int, default=3072)
     parser.add_argument("--max-output-chars", type=int, default=600)
+    parser.add_argument("--held-out", type=int, help="held-out scenarios (default by size)")
+    parser.add_argument("--sft-scenarios", type=int, help="SFT scenarios (default by size)")
+    parser.add_argument("--grpo-scenarios", type=int, help="GRPO scenarios (default by size)")
+    parser.add_argument("--other-count", type=int, help="other-family scenarios (by size)")
     args = parser.parse_args()
-    args.held_out = 8 if args.quick else 24
-    args.sft_scenarios = 16 if args.quick else 40
-    args.scenarios = args.held_out + args.sft_scenarios + (12 if args.quick else 40)
-    args.other_count = 4 if args.quick else 12
+    args.held_out = args.held_out or (8 if args.quick else 24)
+    args.sft_scenarios = args.sft_scenarios or (16 if args.quick else 40)
+    grpo_scenarios = args.grpo_scenarios or (12 if args.quick else 40)
+    args.scenarios = args.held_out + args.sft_scenarios + grpo_scenarios
+    args.other_count = args.other_count or (4 if args.quick else 12)
     args.grpo_steps = args.grpo_steps or (6 if args.quick else 30)
     began = time.perf_counter()
     metrics = main(args)

@@ -74,3 +74,26 @@ def test_the_documented_trl_script_runs_one_step_on_cpu(tmp_path: Path) -> None:
     assert re.search(r"'reward': ", done.stdout + done.stderr), done.stdout[-2000:]
     terminals = list((tmp_path / "episodes").rglob("steps.jsonl"))
     assert len(terminals) >= 2, terminals
+
+
+def test_learning_signal_warns_and_logs_a_metric_for_a_step_with_nothing_to_learn(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from types import SimpleNamespace
+
+    from a01gym.training import trlkit
+
+    callback = trlkit.learning_signal()
+    state = SimpleNamespace(global_step=3)
+    healthy = {"reward": 0.4, "frac_reward_zero_std": 0.5, "tools/call_frequency": 2.0}
+    callback.on_log(None, state, None, logs=healthy)
+    assert "a01gym/zero_variance_step" not in healthy and not caplog.records
+    dead = {"reward": 0.0, "frac_reward_zero_std": 1.0, "tools/call_frequency": 0.0}
+    with caplog.at_level("WARNING", logger="a01gym.training.trlkit"):
+        callback.on_log(None, state, None, logs=dead)
+    assert dead["a01gym/zero_variance_step"] == 1.0
+    assert dead["a01gym/no_tool_calls_step"] == 1.0
+    assert callback.warnings == {"zero_variance": 1, "no_tool_calls": 1}
+    text = caplog.text
+    assert "step 3: every GRPO group had zero reward variance" in text
+    assert "no rollout called a tool" in text
