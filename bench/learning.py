@@ -5,9 +5,9 @@ PyPI-packaged GGUF file, or any GGUF file, directory or hub id) goes through the
 CPU, and is evaluated three times on the same unseen scenarios:
 
 1. **base**: the model as it comes (zero-shot);
-2. **SFT**: fine-tuned (LoRA, merged) on the scripted solver's episodes, which locate the code
-   with ``search`` before reading and editing it, so the choice of file is carried by an
-   observation (:mod:`a01gym.training.solver`);
+2. **SFT**: fine-tuned (all weights; ``--sft-lora`` for an adapter) on the scripted solver's
+   episodes, which locate the code with ``search`` before reading and editing it, so the choice
+   of file is carried by an observation (:mod:`a01gym.training.solver`);
 3. **SFT + GRPO**: a LoRA adapter trained with GRPO on scenarios SFT never saw, through the
    parallel rollout path (batched generation on a key/value cache kept across turns).
 
@@ -200,10 +200,11 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             "rollout.max_new_tokens": args.max_new_tokens,
             "rollout.max_completion_tokens": args.max_completion_tokens,
             "rollout.max_output_chars": args.max_output_chars,
-            "rollout.temperature": 1.0,
+            "rollout.temperature": args.eval_temperature,
             "lora.r": 16,
             "lora.alpha": 32,
             "sft.epochs": args.sft_epochs,
+            "sft.full": not args.sft_lora,
             "sft.learning_rate": args.sft_lr,
             "grpo": {
                 "max_steps": args.grpo_steps,
@@ -296,12 +297,20 @@ def cli() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--work", type=Path, help="work directory (kept)")
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
-    parser.add_argument("--sft-epochs", type=float, default=2.0)
-    parser.add_argument("--sft-lr", type=float, default=5e-4, help="LoRA SFT learning rate")
+    parser.add_argument("--sft-epochs", type=float, default=1.5)
+    parser.add_argument("--sft-lr", type=float, default=1e-4, help="SFT learning rate")
+    parser.add_argument(
+        "--sft-lora", action="store_true", help="SFT a LoRA adapter, not all weights"
+    )
     parser.add_argument("--grpo-steps", type=int, help="GRPO steps (default by size)")
     parser.add_argument("--grpo-lr", type=float, default=1e-4, help="GRPO LoRA learning rate")
     parser.add_argument("--eval-samples", type=int, default=2, help="episodes per scenario")
-    parser.add_argument("--eval-temperature", type=float, default=0.7)
+    parser.add_argument(
+        "--eval-temperature",
+        type=float,
+        default=0.7,
+        help="sampling temperature of GRPO rollouts and of every eval (the policy GRPO trains)",
+    )
     parser.add_argument("--batch", type=int, default=8, help="episodes generated together")
     parser.add_argument("--max-turns", type=int, default=8)
     parser.add_argument("--max-new-tokens", type=int, default=192)
@@ -313,11 +322,11 @@ def cli() -> None:
     parser.add_argument("--other-count", type=int, help="other-family scenarios (by size)")
     args = parser.parse_args()
     args.held_out = args.held_out or (8 if args.quick else 24)
-    args.sft_scenarios = args.sft_scenarios or (16 if args.quick else 40)
+    args.sft_scenarios = args.sft_scenarios or (12 if args.quick else 40)
     grpo_scenarios = args.grpo_scenarios or (12 if args.quick else 40)
     args.scenarios = args.held_out + args.sft_scenarios + grpo_scenarios
     args.other_count = args.other_count or (4 if args.quick else 12)
-    args.grpo_steps = args.grpo_steps or (6 if args.quick else 30)
+    args.grpo_steps = args.grpo_steps or (4 if args.quick else 30)
     began = time.perf_counter()
     metrics = main(args)
     metrics["minutes"] = round((time.perf_counter() - began) / 60, 1)
