@@ -248,14 +248,17 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         other_trained = timed(
             "other_trained_eval", _evaluate, url, str(warm), adapter, other_rows, "trained", args
         )
-    for label, records in (("base", base), ("sft", tuned), ("trained", trained)):
+    # The run folder's eval/ (what `a01gym report RUN_DIR` draws per family): each model's
+    # episodes of both families under one label.
+    written = {"base": base + other_base, "sft": tuned, "trained": trained + other_trained}
+    for label, records in written.items():
         compare.write_eval(cfg.output_dir, label, records)
+    for label, records in (("base", base), ("sft", tuned), ("trained", trained)):
         summary = compare.summarise_records(records)["overall"]
         result[f"{label}_mean_reward"] = summary["mean_reward"]
         result[f"{label}_resolved_rate"] = summary["resolved_rate"]
         result[f"{label}_invalid_action_rate"] = summary["invalid_action_rate"]
     for label, records in (("other_base", other_base), ("other_trained", other_trained)):
-        compare.write_eval(cfg.output_dir, label, records)
         summary = compare.summarise_records(records)["overall"]
         result[f"{label}_mean_reward"] = summary["mean_reward"]
         result[f"{label}_resolved_rate"] = summary["resolved_rate"]

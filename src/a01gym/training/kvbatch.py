@@ -80,6 +80,8 @@ class KVBatch:
     def _forward(self, ids: Any, chunk_mask: Any, positions: Any) -> Any:
         import torch
 
+        device = self.model.device
+        ids, chunk_mask, positions = ids.to(device), chunk_mask.to(device), positions.to(device)
         mask = chunk_mask if self.mask is None else torch.cat([self.mask, chunk_mask], dim=1)
         output = self.model(
             input_ids=ids,
@@ -108,7 +110,7 @@ class KVBatch:
         self.prefilled += shared
         if len(self.rows) > 1:
             self.cache.batch_repeat_interleave(len(self.rows))
-        self.mask = torch.ones(len(self.rows), shared, dtype=torch.long)
+        self.mask = torch.ones(len(self.rows), shared, dtype=torch.long, device=self.model.device)
         for row in self.rows:
             row.fed, row.slots = list(first[:shared]), list(range(shared))
 

@@ -410,8 +410,11 @@ class ModelPolicy:
         sequences = [r.prompt_ids + r.completion_ids for r in active]
         width = max(len(s) for s in sequences)
         self.prefilled_tokens += sum(len(s) for s in sequences)
-        input_ids = torch.tensor([[pad] * (width - len(s)) + s for s in sequences])
-        attention = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences])
+        device = self.model.device
+        input_ids = torch.tensor([[pad] * (width - len(s)) + s for s in sequences], device=device)
+        attention = torch.tensor(
+            [[0] * (width - len(s)) + [1] * len(s) for s in sequences], device=device
+        )
         output = self.model.generate(
             input_ids=input_ids,
             attention_mask=attention,
