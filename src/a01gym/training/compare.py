@@ -31,10 +31,12 @@ __all__ = [
 
 
 def load_policy(model: str, adapter: Path | None = None) -> tuple[Any, Any]:
-    """The tokenizer and model (with the adapter applied, when given), in eval mode.
+    """The tokenizer and model (with the adapter applied, when given), in eval mode, on the GPU
+    when there is one.
 
     ``model`` is a hub id, a directory or a GGUF file (:func:`models.resolve_model`).
     """
+    import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     path = models.resolve_model(model)
@@ -44,6 +46,8 @@ def load_policy(model: str, adapter: Path | None = None) -> tuple[Any, Any]:
         from peft import PeftModel
 
         policy = PeftModel.from_pretrained(policy, str(adapter))
+    if torch.cuda.is_available():
+        policy.to("cuda")
     policy.eval()
     return tokenizer, policy
 
