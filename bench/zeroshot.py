@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import generation
+import realmodels
 import report
 
 DEFAULT_MODELS = ("smollm2-135m", "qwen2.5-coder-0.5b")
@@ -120,7 +120,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         for name in ("noop", "reference"):
             result[f"{name}_mean_reward"] = asyncio.run(_baseline(url, cache, rows, name))
         for name in args.model or DEFAULT_MODELS:
-            spec, sha = generation.model_source(name)
+            spec, sha = realmodels.model_source(name)
             for decoding, temperature in (("greedy", 0.0), ("sampled", 1.0)):
                 figures = _model_rows(url, spec, rows, temperature, args)
                 result["models"].append(

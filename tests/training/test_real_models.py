@@ -18,6 +18,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import onefamily
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
@@ -47,18 +48,9 @@ def smollm2(model_cache: Path) -> tuple[Path, Path]:
 @pytest.fixture(scope="module")
 def gateway(tmp_path_factory: pytest.TempPathFactory):
     from a01gym.cli.background import gateway_thread
-    from a01gym.factory import pipeline
 
     work = tmp_path_factory.mktemp("real-model-gateway")
-    pipeline.build_demo(
-        work / "cache",
-        count=3,
-        seed=0,
-        families=["F01"],
-        domains=["notes"],
-        difficulty={"easy": 1.0},
-        split={"eval_domains": [], "eval_families": []},
-    )
+    onefamily.build(work / "cache", count=3)
     with gateway_thread(work / "cache", work / "runs") as url:
         yield url
 

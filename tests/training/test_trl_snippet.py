@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import onefamily
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
@@ -34,7 +35,6 @@ def _snippet() -> str:
 
 def test_the_documented_trl_script_runs_one_step_on_cpu(tmp_path: Path) -> None:
     from a01gym.cli.background import gateway_thread
-    from a01gym.factory import pipeline
 
     snippet = _snippet()
     changes = {
@@ -50,15 +50,7 @@ def test_the_documented_trl_script_runs_one_step_on_cpu(tmp_path: Path) -> None:
     for printed, used in changes.items():
         assert printed in snippet, f"the docs snippet no longer says {printed}"
         snippet = snippet.replace(printed, used)
-    pipeline.build_demo(
-        tmp_path / "cache",
-        count=2,
-        seed=0,
-        families=["F01"],
-        domains=["notes"],
-        difficulty={"easy": 1.0},
-        split={"eval_domains": [], "eval_families": []},
-    )
+    onefamily.build(tmp_path / "cache", count=2)
     with gateway_thread(tmp_path / "cache", tmp_path / "episodes") as url:
         snippet = snippet.replace('"http://127.0.0.1:8000"', repr(url))
         done = subprocess.run(
