@@ -270,6 +270,7 @@ class RolloutEngine:
                 rollout.messages.append({"role": "tool", "name": name, "content": output})
         for rollout in rollouts:
             rollout.drop_trailing_tool_tokens()
+            rollout.kv = None  # the batch's key/value cache: hundreds of MB, no longer needed
 
         t0 = time.perf_counter()
         self._gather([r.session.finish() for r in rollouts])
