@@ -24,8 +24,13 @@ and a decode step ~0.15-0.2 s whatever the batch. So the model is the smallest r
 family is one whose fix is one short edit (F01), episodes are capped at the solver's 6 turns
 and its longest call (~150 tokens), SFT sees 10 solver episodes 1.5 times, GRPO runs 4 steps of
 8 rollouts (2 groups of 4), and each eval is one batch of 12 episodes (6 scenarios × 2). Far too
-little to expect GRPO's own gain to be significant; ``--quick`` is sized to finish within 90
-minutes on 2 cores, the full size (24 held out, 40 SFT, 30 GRPO steps) for a longer run.
+little to expect GRPO's own gain to be significant. Measured on 2026-11-28: ``--quick`` does not
+yet fit in 90 minutes. Its base eval (12 episodes) ran past 18 minutes, because a decode step
+at batch 12 costs ~640 ms (166 ms at batch 1): transformers' DynamicCache copies every row's
+whole cache on every step (``torch.cat``), ~100 MB a row at 2.3k tokens. A buffer that grows in
+place, handed to attention as strided views, was slower still (2.55 s a step at 12 rows against
+1.11 s at 4 and 0.32 s at 1, on a loaded machine; reverted); a preallocated static cache is the
+next thing to try.
 
 Reported: ``base_resolved_rate``, ``sft_resolved_rate``, ``trained_resolved_rate``;
 ``reward_gain_ci_low`` (trained vs base: the lower end of the paired bootstrap 95% interval over
