@@ -53,6 +53,8 @@ bench: train-venv
 	$(BIN)/python bench/reset_cpu.py --json-out bench/results/reset_cpu.json
 	$(BIN)/python bench/scale.py --quick --json-out bench/results/scale.json
 	$(BIN)/python bench/rollouts.py --quick --json-out bench/results/rollouts.json
+	$(BIN)/python bench/generation.py --quick --json-out bench/results/generation.json
+	$(BIN)/python bench/zeroshot.py --quick --json-out bench/results/zeroshot.json
 	$(BIN)/python bench/learning.py --quick --json-out bench/results/learning.json
 	$(BIN)/python bench/curriculum.py --quick --json-out bench/results/curriculum.json
 	A01GYM_ENVTEST_BIN="$$(tools/envtest.sh)" $(BIN)/python bench/k8s.py --quick --json-out bench/results/k8s.json
