@@ -59,6 +59,8 @@ OTHER_VARIABLES = {
     "A01GYM_GATEWAY_TOKEN": "The bearer token `a01gym train` presents to its gateway (the "
     "chart's GRPO Job sets it from the gateway's token Secret).",
     "A01GYM_LLM_MODEL": "The model of the factory's LLM author when its config names none.",
+    "A01GYM_MODEL_CACHE": "Where GGUF model files are converted to model directories, one per "
+    "file's sha256 (default `~/.cache/a01gym/models`).",
 }
 """Every ``A01GYM_*`` variable read outside :class:`Settings`: whose process reads it, not
 server settings. With the settings these are all there are (``docs/settings.md`` lists both,
