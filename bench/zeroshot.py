@@ -82,24 +82,20 @@ def _model_rows(
     }
 
 
-async def _baseline(url: str, cache: Path, rows: list[dict[str, Any]], name: str) -> float:
-    """Mean reward of a scripted agent (noop or reference) on the same seeds."""
+def _baseline(url: str, cache: Path, entries: list[Any], name: str) -> float:
+    """Mean reward of a scripted agent (noop or reference) on the same scenarios, played by the
+    project's own eval runner."""
     from a01gym.env.sampler import open_source
-    from a01gym.training import agents, session
+    from a01gym.training import agents
+    from a01gym.training import eval as evaluation
 
-    async def one(row: dict[str, Any]) -> float:
-        episode = session.EpisodeSession(url)
-        agent = agents.NoopAgent() if name == "noop" else agents.ReferenceAgent(open_source(cache))
-        try:
-            await episode.reset(**{**row, "agent": name})
-            await agent.start(episode.observation)
-            while not episode.done:
-                await episode.step(await agent.act(episode.observation))
-            return float(episode.reward or 0.0)
-        finally:
-            await episode.close()
-
-    return round(statistics.fmean(await asyncio.gather(*(one(r) for r in rows))), 4)
+    source = open_source(cache)
+    make = agents.NoopAgent if name == "noop" else lambda: agents.ReferenceAgent(source)
+    jobs = evaluation.jobs_for(
+        len(entries), seed=0, scenarios=[(e.hash, e.family) for e in entries]
+    )
+    records = asyncio.run(evaluation.run_eval(url, make, jobs, agent_name=name, split="eval"))
+    return round(statistics.fmean(float(r.reward or 0.0) for r in records), 4)
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
@@ -113,12 +109,12 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     work = Path(tempfile.mkdtemp(prefix="a01gym-bench-zeroshot-"))
     cache = work / "cache"
     pipeline.build_demo(cache, count=args.scenarios, seed=args.seed)
-    scenarios = [e.hash for e in ScenarioCache(cache).entries(split="eval")][: args.episodes]
-    rows = [{"scenario": h, "split": "eval", "agent": "zeroshot"} for h in scenarios]
+    entries = list(ScenarioCache(cache).entries(split="eval"))[: args.episodes]
+    rows = [{"scenario": e.hash, "split": "eval", "agent": "zeroshot"} for e in entries]
     result: dict[str, Any] = {"eval_scenarios": len(rows), "models": []}
     with gateway_thread(cache, work / "runs") as url:
         for name in ("noop", "reference"):
-            result[f"{name}_mean_reward"] = asyncio.run(_baseline(url, cache, rows, name))
+            result[f"{name}_mean_reward"] = _baseline(url, cache, entries, name)
         for name in args.model or DEFAULT_MODELS:
             spec, sha = realmodels.model_source(name)
             for decoding, temperature in (("greedy", 0.0), ("sampled", 1.0)):
