@@ -257,6 +257,63 @@ async def test_a_request_that_fails_shows_the_apps_traceback_from_the_workspace(
     assert (await env.step(fine)).wire()["observation"]["result"]["app_log"] == ""
 
 
+async def test_an_actor_can_act_through_the_session_cookie_as_its_browser_would(
+    env: environment.A01Environment, idor_bundle: Bundle
+) -> None:
+    first = (await env.reset(seed=6)).wire()["observation"]
+    bearer = next(a for a in first["result"]["actors"] if a["name"] == "bob")["headers"]
+    token = bearer["Authorization"].removeprefix("Bearer ")
+    main = idor_bundle.workspace["app/main.py"].decode()
+    echo = (
+        "\n\nfrom fastapi import Request as _Request\n\n\n@app.post('/echo')\n"
+        "def echo(request: _Request):\n    return {'cookies': dict(request.cookies), "
+        "'authorization': request.headers.get('authorization'), "
+        "'csrf': request.headers.get('x-csrf-token')}\n"
+    )
+    await env.step({"tool": "write_file", "path": "app/main.py", "content": main + echo})
+    request = {
+        "tool": "http_request",
+        "method": "POST",
+        "path": "/echo",
+        "actor": "bob",
+        "auth": "cookie",
+        "headers": {"Cookie": "csrf_token=abc", "X-CSRF-Token": "abc"},
+    }
+    observation = (await env.step(request)).wire()["observation"]
+    assert observation["error"] is None, observation["output"]
+    assert json.loads(observation["result"]["body"]) == {
+        "cookies": {"session": token, "csrf_token": "abc"},
+        "authorization": None,
+        "csrf": "abc",
+    }
+    assert "as bob (session cookie) -> HTTP 200" in observation["output"]
+    as_bearer = (await env.step({**request, "auth": "bearer"})).wire()["observation"]
+    body = json.loads(as_bearer["result"]["body"])
+    assert body["authorization"] == f"Bearer {token}" and "session" not in body["cookies"]
+
+
+async def test_an_edit_that_breaks_a_route_is_caught_by_the_restart_check(
+    env: environment.A01Environment, idor_bundle: Bundle
+) -> None:
+    # The module imports and the app starts; only building the route schema fails.
+    await env.reset(seed=8)
+    main = idor_bundle.workspace["app/main.py"].decode()
+    broken = (
+        "\n\nfrom pydantic import BaseModel as _Base, ConfigDict as _Config\n\n\n"
+        "class _Opaque:\n    pass\n\n\nclass _Out(_Base):\n"
+        "    model_config = _Config(arbitrary_types_allowed=True)\n    handle: _Opaque\n\n\n"
+        "@app.get('/opaque', response_model=_Out)\ndef opaque():\n    return None\n"
+    )
+    fine = await env.step({"tool": "write_file", "path": "app/main.py", "content": main})
+    assert "serves requests (GET /openapi.json: HTTP 200)" in fine.wire()["observation"]["output"]
+    step = {"tool": "write_file", "path": "app/main.py", "content": main + broken}
+    observation = (await env.step(step)).wire()["observation"]
+    assert observation["error"]["code"] == "app_broken", observation["output"]
+    assert "GET /openapi.json answers HTTP 500" in observation["output"]
+    assert "_Opaque" in observation["output"]  # the app's own log names the culprit
+    assert observation["result"]["check"] == {"path": "/openapi.json", "status": 500}
+
+
 async def test_killed_sandbox_is_replaced_and_changes_survive(
     env: environment.A01Environment, idor_bundle: Bundle, backend: LocalBackend
 ) -> None:

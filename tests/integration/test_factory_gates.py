@@ -32,6 +32,7 @@ from a01gym.factory import (
     determinism,
     families,
     gates,
+    mutator,
     pipeline,
     styles,
 )
@@ -129,6 +130,10 @@ async def _passes_every_gate(bundle: Bundle) -> gates.GateReport:
     assert len(traps) == len(bundle.hidden.traps) >= 1
     for trap in traps:
         assert not trap.resolved and trap.score <= PARTIAL_CREDIT, trap.name
+    # G6: the reference fix plus a check removed elsewhere scores 0, by a guard test alone
+    hole = runs[f"trap:{mutator.FIX_PLUS_HOLE}"]
+    assert hole.score == 0.0 and hole.guards_open >= 1 and hole.regression == 1.0, hole
+    assert vulnerable.guards_open == runs["reference"].guards_open == 0
     assert len({run.seed for run in report.runs}) == len(report.runs)
     assert bundle.manifest.visible_seed not in {run.seed for run in report.runs}
     assert all(len(run.world_verdicts) == determinism.WORLDS for run in report.runs)  # G4 ran

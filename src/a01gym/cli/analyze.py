@@ -28,6 +28,7 @@ _SHORT = {
     analysis.FailureMode.APP_DOES_NOT_START: "no start",
     analysis.FailureMode.FIXED_BUT_TIMED_OUT: "timed out",
     analysis.FailureMode.BROKE_REGRESSION: "broke reg.",
+    analysis.FailureMode.OPENED_HOLE: "new hole",
     analysis.FailureMode.FIXED_ONE_SITE: "one site",
     analysis.FailureMode.INVALID_ACTIONS: "invalid",
     analysis.FailureMode.OUT_OF_BUDGET: "budget",

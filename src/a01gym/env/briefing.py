@@ -72,8 +72,12 @@ def _tools(bundle: Bundle, world: FixtureValues) -> str:
     rows = [
         (_compact({"tool": "list_files"}), ""),
         (_compact({"tool": "read_file", "path": path, "start_line": 1, "end_line": 80}), ""),
-        (_compact(search), "fixed string, not a regex"),
-        (_compact(request), 'optional: "headers", "query", "json" (a JSON body)'),
+        (_compact(search), 'a fixed string; optional: "ignore_case", "regex"'),
+        (
+            _compact(request),
+            'optional: "headers", "query", "json" (a JSON body), "auth": "cookie" (the '
+            "actor's session as a browser's cookie)",
+        ),
         (
             _compact({"tool": "edit_file", "path": path, "old": "<exact text>", "new": "<new>"}),
             "old must occur exactly once",

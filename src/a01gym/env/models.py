@@ -62,11 +62,16 @@ class ReadFile(_Wire):
 
 
 class Search(_Wire):
-    """Search the workspace for a fixed string (not a regex), optionally under one path."""
+    """Search the workspace's lines for a fixed string (case-sensitive by default), or for a
+    regular expression with ``regex``, optionally under one path."""
 
     tool: Literal["search"]
     pattern: str = Field(min_length=1, max_length=500)
     path: str | None = Field(None, max_length=1024)
+    ignore_case: bool = Field(False, description="Match regardless of letter case.")
+    regex: bool = Field(
+        False, description="Treat pattern as a regular expression (Python syntax), not text."
+    )
 
 
 class HttpRequest(_Wire):
@@ -78,6 +83,11 @@ class HttpRequest(_Wire):
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
     path: str = Field(pattern=r"^/", max_length=4096)
     actor: str = Field("anonymous", max_length=64)
+    auth: Literal["bearer", "cookie"] = Field(
+        "bearer",
+        description="How the actor's session is sent: 'bearer' (the Authorization header) or "
+        "'cookie' (the session cookie, as the actor's browser sends it).",
+    )
     headers: dict[str, str] = Field(default_factory=dict)
     query: dict[str, Any] = Field(default_factory=dict)
     json_body: Any = Field(None, alias="json")
@@ -177,6 +187,8 @@ class ErrorCode(enum.StrEnum):
     UNKNOWN_ACTOR = "unknown_actor"
     BAD_REQUEST = "bad_request"
     APP_START_FAILED = "app_start_failed"
+    APP_BROKEN = "app_broken"
+    """The app started after an edit but fails the request that checks it (a 5xx)."""
     APP_NOT_RUNNING = "app_not_running"
     APP_TIMEOUT = "app_timeout"
     SANDBOX_LOST = "sandbox_lost"
@@ -212,7 +224,7 @@ class HiddenTestOutcome(_Wire):
     """
 
     id: str
-    kind: Literal["exploit", "regression"]
+    kind: Literal["exploit", "regression", "guard"]
     outcome: Literal["blocked", "exploited", "works", "broken", "inconclusive"] = Field(
         description="What happened, from the fix's side."
     )

@@ -255,7 +255,9 @@ async def _read_file(client: SupervisorClient, action: models.ReadFile) -> ToolO
 async def _search(client: SupervisorClient, action: models.Search) -> ToolOutcome:
     if action.path not in (None, "", ".") and (bad := _check_path(action.path)) is not None:
         return bad
-    matches = await client.search(action.pattern, action.path or None)
+    matches = await client.search(
+        action.pattern, action.path or None, ignore_case=action.ignore_case, regex=action.regex
+    )
     lines = [f"{m.path}:{m.line}: {m.text}" for m in matches[:MAX_SEARCH_SHOWN]]
     more = len(matches) - len(lines)
     text = f"{len(matches)} matches for {action.pattern!r}" + (":\n" if matches else "")
@@ -271,12 +273,15 @@ async def _http_request(
         return ToolOutcome.fail(
             models.ErrorCode.UNKNOWN_ACTOR, f"unknown actor {action.actor!r}; one of: {known}"
         )
+    actor, headers = action.actor, action.headers
+    if action.auth == "cookie" and actor != "anonymous":
+        actor, headers = "anonymous", _as_browser(ctx.bundle, action.actor, headers)
     response = await client.request(
         protocol.ProxyRequest(
             method=action.method,
             path=action.path,
-            actor=action.actor,
-            headers=action.headers,
+            actor=actor,
+            headers=headers,
             query=action.query,
             json=action.json_body,
             body=action.body,
@@ -285,10 +290,11 @@ async def _http_request(
     )
     body = response.body
     shown = body[:MAX_OUTPUT_BODY]
+    via = " (session cookie)" if action.auth == "cookie" and action.actor != "anonymous" else ""
     cut = len(body) > MAX_OUTPUT_BODY or response.truncated
     headers = "\n".join(f"{k}: {v}" for k, v in sorted(response.headers.items()))
     text = (
-        f"{action.method} {action.path} as {action.actor} -> HTTP {response.status}\n"
+        f"{action.method} {action.path} as {action.actor}{via} -> HTTP {response.status}\n"
         f"{headers}\n\n{shown}" + ("\n… (body truncated)" if cut else "")
     )
     if response.app_log:
@@ -304,6 +310,18 @@ async def _http_request(
             "app_log": response.app_log,
         },
     )
+
+
+def _as_browser(bundle: Bundle, actor: str, headers: dict[str, str]) -> dict[str, str]:
+    """``headers`` plus ``actor``'s session as the ``session`` cookie, the way the actor's
+    browser sends it to cookie-authenticated pages (the bearer token is the same session),
+    after any cookies the agent set itself (a ``csrf_token`` it read from a page)."""
+    rendered = runner.render_actors(bundle.manifest, FixtureValues(bundle.manifest.visible_seed))
+    scheme, _, token = rendered[actor].get("Authorization", "").partition(" ")
+    cookies = [f"session={token}"] if scheme.lower() == "bearer" and token else []
+    rest = {k: v for k, v in headers.items() if k.lower() != "cookie"}
+    cookies += [v for k, v in headers.items() if k.lower() == "cookie"]
+    return {**rest, "Cookie": "; ".join(cookies)} if cookies else rest
 
 
 async def _change(
@@ -327,11 +345,42 @@ async def _change(
     status = await client.restart_app()
     result = {"path": action.path, "app": status.model_dump(mode="json")}
     if status.state is protocol.AppState.RUNNING:
-        return ToolOutcome(f"{done}; the app restarted cleanly", result, changed_files=True)
+        return await _check_request(client, done, result)
     error = status.error or f"app state {status.state}"
     outcome = ToolOutcome.fail(
         models.ErrorCode.APP_START_FAILED,
         f"{done}, but the app failed to start:\n{error}",
+        result,
+    )
+    outcome.changed_files = True
+    return outcome
+
+
+RESTART_CHECK = "/openapi.json"
+"""What the restart check requests: FastAPI builds it from every route and model, so a route or
+model an edit broke answers 500 here even though the module imported."""
+
+
+async def _check_request(
+    client: SupervisorClient, done: str, result: dict[str, Any]
+) -> ToolOutcome:
+    """After a clean restart, one request proves the app serves (not only that it imports)."""
+    response = await client.request(
+        protocol.ProxyRequest(path=RESTART_CHECK, timeout_s=APP_REQUEST_TIMEOUT_S)
+    )
+    result["check"] = {"path": RESTART_CHECK, "status": response.status}
+    if response.status < 500:
+        return ToolOutcome(
+            f"{done}; the app restarted cleanly and serves requests "
+            f"(GET {RESTART_CHECK}: HTTP {response.status})",
+            result,
+            changed_files=True,
+        )
+    log = f"\nThe app logged:\n{response.app_log}" if response.app_log else ""
+    outcome = ToolOutcome.fail(
+        models.ErrorCode.APP_BROKEN,
+        f"{done}; the app started, but GET {RESTART_CHECK} answers HTTP {response.status}, "
+        f"so a route or model is broken{log}",
         result,
     )
     outcome.changed_files = True

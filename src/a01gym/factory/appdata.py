@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms
 from a01gym.factory.codetext import indent as _indent
+from a01gym.factory.families import f06_mass_assignment
 from a01gym.factory.families.f07_tenant_lists import UNSCOPED_LIST, list_bug
 from a01gym.factory.families.f08_export_filter import repository_body
 from a01gym.factory.families.f10_path_traversal import download_check
@@ -144,12 +145,7 @@ class DataMixin:
                     + "-> Record | None:\n"
                     + _indent(self.t(body), 8)
                 )
-        create_vuln = self.v.mode("record.create") in ("vuln", "response_only")
-        create_merge = (
-            '{"owner_id": user.id, "tenant_id": user.tenant_id, **data}'
-            if create_vuln
-            else '{**data, "owner_id": user.id, "tenant_id": user.tenant_id}'
-        )
+        create_merge = f06_mass_assignment.create_merge(self.v.mode("record.create"))
         list_params = "owner_id: int | None = None, limit: int = 50, offset: int = 0"
         if list_mode == "client_trust":
             list_params += ", tenant_id: int | None = None"

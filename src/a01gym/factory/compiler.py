@@ -15,7 +15,7 @@ import hashlib
 import re
 
 from a01gym.errors import ScenarioError
-from a01gym.factory import exploits, families, mutator, regressions, testkit
+from a01gym.factory import exploits, families, guards, mutator, regressions, testkit
 from a01gym.factory.appgen import ENTRYPOINT, RenderedApp
 from a01gym.factory.mutator import Mutation
 from a01gym.factory.spec import ScenarioSpec
@@ -217,7 +217,9 @@ def compile_bundle(spec: ScenarioSpec, mutation: Mutation | None = None) -> Bund
     )
     hidden = HiddenPart(
         fixture=testkit.build_fixture(spec),
-        tests=exploits.exploit_tests(spec) + regressions.regression_tests(spec, routes),
+        tests=exploits.exploit_tests(spec)
+        + regressions.regression_tests(spec, routes)
+        + guards.guard_tests(spec),
         reference_fix=reference,
         traps=traps,
         labels={

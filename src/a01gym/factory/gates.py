@@ -13,6 +13,10 @@ For each candidate (research/a01-catalog.md §5.1):
   break legitimate use (deny-all, delete-route, over-filter, admin-break) must score exactly 0:
   if one passes every regression test, the regression suite misses what it breaks, and the
   scenario would pay an agent for breaking the app.
+* **guards** — every guard test (:mod:`a01gym.factory.guards`) is blocked in the vulnerable
+  app and in the reference fix: each guards a rule the app already enforced.
+* **G6, incomplete fix** — the reference fix plus a check removed elsewhere
+  (:data:`a01gym.factory.mutator.FIX_PLUS_HOLE`, in every scenario) scores exactly 0.
 
 * **G4, determinism** (:mod:`a01gym.factory.determinism`) — each of these runs gives the same
   verdict in three re-randomised worlds;
@@ -40,7 +44,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pydantic import BaseModel, Field
 
 from a01gym.errors import A01GymError
-from a01gym.factory import determinism, probe
+from a01gym.factory import determinism, mutator, probe
 from a01gym.factory.lease import SandboxLease
 from a01gym.sandbox.backend import SandboxBackend
 from a01gym.sandbox.client import ControlError
@@ -70,6 +74,7 @@ class RunSummary(BaseModel):
     regression: float
     exploits_passed: int
     exploits_total: int
+    guards_open: int = Field(0, description="Guard tests not blocked (a hole the edit opened).")
     failures: list[str] = Field(default_factory=list, description="'test id: reason', capped.")
     duration_ms: float
     world_verdicts: list[str] = Field(default_factory=list, description="G4: one per world.")
@@ -135,10 +140,14 @@ async def _run(
             )
     failures: list[str] = []
     for test in result.results:
-        bad = (test.kind is TestKind.REGRESSION and test.outcome is not Outcome.PASS) or (
-            test.kind is TestKind.EXPLOIT
-            and test.outcome is not Outcome.PASS
-            and name == "vulnerable"
+        bad = (
+            (test.kind is TestKind.REGRESSION and test.outcome is not Outcome.PASS)
+            or (test.kind is TestKind.GUARD and test.outcome is not Outcome.FAIL)
+            or (
+                test.kind is TestKind.EXPLOIT
+                and test.outcome is not Outcome.PASS
+                and name == "vulnerable"
+            )
         )
         if bad and len(failures) < 8:
             failures.append(f"{test.test_id}: {test.outcome.value}: {test.reason[:160]}")
@@ -155,6 +164,7 @@ async def _run(
         regression=result.score.regression,
         exploits_passed=sum(t.outcome is Outcome.PASS for t in exploits),
         exploits_total=len(exploits),
+        guards_open=result.score.guards_total - result.score.guards_held,
         failures=failures,
         duration_ms=result.duration_ms,
         world_verdicts=[determinism.verdict(world) for world in worlds],
@@ -171,6 +181,11 @@ def _judge(runs: list[RunSummary]) -> list[str]:
         if vulnerable.regression < 1.0:
             reasons.append(
                 "vulnerable app fails regression: " + "; ".join(vulnerable.failures)[:400]
+            )
+        if vulnerable.guards_open:
+            reasons.append(
+                f"vulnerable app leaves {vulnerable.guards_open} guard test(s) open: "
+                + "; ".join(f for f in vulnerable.failures if f.startswith("guard."))[:400]
             )
         if vulnerable.exploits_passed == 0:
             reasons.append("vulnerable app is not exploitable")
@@ -190,6 +205,10 @@ def _judge(runs: list[RunSummary]) -> list[str]:
             continue
         if run.resolved or run.score > PARTIAL_CREDIT:
             reasons.append(f"{run.name} resolves the scenario (score {run.score:.3f})")
+        elif run.score > 0 and _trap_kind(run.name) == mutator.FIX_PLUS_HOLE:
+            reasons.append(
+                f"{run.name} scores {run.score:.3f}, not 0: no guard test sees the hole it opens"
+            )
         elif run.score > 0 and _trap_kind(run.name) in _BREAKS_LEGITIMATE_USE:
             reasons.append(
                 f"{run.name} passes every regression test (score {run.score:.3f}, not 0): "

@@ -5,17 +5,23 @@ For a spec it renders the app three ways through :mod:`a01gym.factory.appgen`: e
 ``vuln`` (what the agent gets), and one variant per trap the spec lists — plausible wrong fixes
 (research/a01-catalog.md §2.2) that the hidden tests must reject. The trap variants are built
 from the same site machinery in reverse, so they stay in step with the app.
+
+Every scenario also carries :data:`FIX_PLUS_HOLE`, whatever its family: the reference fix with
+the check of one other skeleton site removed (the site drawn from the spec's seed). It must
+score exactly 0 (the G6 gate), which only the guard tests (:mod:`a01gym.factory.guards`) see.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from a01gym.factory import appgen, families
+from a01gym.factory import appgen, families, guards
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.fixtures import FixtureValues
 
-__all__ = ["Mutation", "mutate", "trap_variant", "visible_seed"]
+__all__ = ["FIX_PLUS_HOLE", "Mutation", "hole_site", "mutate", "trap_variant", "visible_seed"]
+
+FIX_PLUS_HOLE = "fix_plus_hole"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,4 +95,11 @@ def mutate(spec: ScenarioSpec) -> Mutation:
         spec, appgen.Variant(modes=dict.fromkeys(spec.bug.sites, "vuln"))
     )
     traps = {trap: appgen.render_app(spec, trap_variant(spec, trap)) for trap in spec.traps}
+    traps[FIX_PLUS_HOLE] = appgen.render_app(spec, appgen.Variant(modes={hole_site(spec): "vuln"}))
     return Mutation(fixed=fixed, vulnerable=vulnerable, traps=traps)
+
+
+def hole_site(spec: ScenarioSpec) -> str:
+    """The skeleton site whose check :data:`FIX_PLUS_HOLE` removes (never one of the bug's)."""
+    others = [site for site in guards.GUARDED_SITES if site not in spec.bug.sites]
+    return others[spec.seed % len(others)]

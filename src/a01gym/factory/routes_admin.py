@@ -52,6 +52,12 @@ class AdminRoutes(RenderHost):
             )
         if mode == "deny":
             return '    raise HTTPException(status.HTTP_403_FORBIDDEN, "administrator role required")\n'
+        if mode == "self_exempt":  # F04's trap: the role check skipped for one's own account
+            exempt = "user_id != user.id and " if site == "admin.disable" else ""
+            return (
+                f"    if {exempt}not user.is_admin:\n"
+                '        raise HTTPException(status.HTTP_403_FORBIDDEN, "administrator role required")\n'
+            )
         return ""
 
     def admin_router(self) -> str:

@@ -66,6 +66,7 @@ class FailureMode(enum.StrEnum):
     APP_DOES_NOT_START = "app_does_not_start"
     FIXED_BUT_TIMED_OUT = "fixed_but_timed_out"
     BROKE_REGRESSION = "broke_regression"
+    OPENED_HOLE = "opened_hole"
     FIXED_ONE_SITE = "fixed_one_site"
     INVALID_ACTIONS = "invalid_actions"
     OUT_OF_BUDGET = "out_of_budget"
@@ -77,6 +78,7 @@ MODE_TITLES: dict[FailureMode, str] = {
     FailureMode.APP_DOES_NOT_START: "app does not start",
     FailureMode.FIXED_BUT_TIMED_OUT: "fixed but timed out",
     FailureMode.BROKE_REGRESSION: "broke regression",
+    FailureMode.OPENED_HOLE: "opened a hole elsewhere",
     FailureMode.FIXED_ONE_SITE: "fixed one site of several",
     FailureMode.INVALID_ACTIONS: "invalid actions",
     FailureMode.OUT_OF_BUDGET: "ran out of budget",
@@ -193,6 +195,9 @@ def classify(
         lost = broken + [f"route {r}" for r in evidence.removed_routes]
         prefix = "deny-all-like: every exploit blocked, but " if deny_all else ""
         return FailureMode.BROKE_REGRESSION, f"{prefix}broke {', '.join(lost[:5])}"
+    opened = sorted(t.id for t in tests or () if t.kind == "guard" and t.outcome == "exploited")
+    if opened:
+        return FailureMode.OPENED_HOLE, "rules that no longer hold: " + ", ".join(opened[:5])
     if blocked:
         return FailureMode.FIXED_ONE_SITE, _partial_detail(evidence)
     steps = max(evidence.steps_used, 1)

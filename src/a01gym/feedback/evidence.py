@@ -51,7 +51,7 @@ class TestRow(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     id: str
-    kind: Literal["exploit", "regression"]
+    kind: Literal["exploit", "regression", "guard"]
     outcome: Literal["blocked", "exploited", "works", "broken", "inconclusive"]
     passed: bool
 

@@ -170,8 +170,18 @@ class SupervisorClient:
     async def edit_file(self, path: str, old: str, new: str) -> None:
         await self._call("POST", "/edit", json_body={"path": path, "old": old, "new": new})
 
-    async def search(self, pattern: str, path: str | None = None) -> list[protocol.SearchMatch]:
-        body = await self._call("POST", "/search", json_body={"pattern": pattern, "path": path})
+    async def search(
+        self,
+        pattern: str,
+        path: str | None = None,
+        *,
+        ignore_case: bool = False,
+        regex: bool = False,
+    ) -> list[protocol.SearchMatch]:
+        request = protocol.SearchRequest(
+            pattern=pattern, path=path, ignore_case=ignore_case, regex=regex
+        )
+        body = await self._call("POST", "/search", json_body=request.model_dump())
         return [protocol.SearchMatch.model_validate(m) for m in body]
 
     async def diff(self) -> str:

@@ -149,7 +149,9 @@ class ControlApi:
 
     async def search(self, request: ServerRequest) -> Any:
         body = self._parse(request, protocol.SearchRequest)
-        matches = self.supervisor.files("search", body.pattern, body.path, body.max_matches)
+        matches = self.supervisor.files(
+            "search", body.pattern, body.path, body.max_matches, body.ignore_case, body.regex
+        )
         return [protocol.SearchMatch(path=p, line=n, text=t).model_dump() for p, n, t in matches]
 
     async def diff(self, _: ServerRequest) -> Any:

@@ -119,6 +119,8 @@ class SearchRequest(_Model):
     pattern: str = Field(min_length=1, max_length=500)
     path: str | None = None
     max_matches: int = Field(200, ge=1, le=1000)
+    ignore_case: bool = False
+    regex: bool = False
 
 
 class SearchMatch(_Model):

@@ -69,17 +69,21 @@ class Verification(BaseModel):
     tests_run: int = 0
 
 
+_SETTLE_ORDER = {TestKind.REGRESSION: 0, TestKind.GUARD: 1, TestKind.EXPLOIT: 2}
+
+
 def _order(tests: Sequence[HttpTest], stop_early: bool, stop_at_zero: bool) -> list[HttpTest]:
-    """Regressions first when stopping early: one of them failing settles the score. When
-    only "above 0?" matters, one regression, then the exploits (none blocked settles it too),
-    then the other regressions."""
+    """Regressions, then guards, first when stopping early: one of them failing settles the
+    score. When only "above 0?" matters, one regression, then the exploits (none blocked
+    settles it too), then the other regressions and the guards."""
     if stop_at_zero:
-        regressions = [t for t in tests if t.kind is TestKind.REGRESSION]
-        exploits = [t for t in tests if t.kind is not TestKind.REGRESSION]
-        return regressions[:1] + exploits + regressions[1:]
+        settlers = [t for t in tests if t.kind is not TestKind.EXPLOIT]
+        settlers.sort(key=lambda t: _SETTLE_ORDER[t.kind])
+        exploits = [t for t in tests if t.kind is TestKind.EXPLOIT]
+        return settlers[:1] + exploits + settlers[1:]
     if not stop_early:
         return list(tests)
-    return sorted(tests, key=lambda t: t.kind is not TestKind.REGRESSION)  # stable
+    return sorted(tests, key=lambda t: _SETTLE_ORDER[t.kind])  # stable
 
 
 def _not_run(tests: Sequence[HttpTest], reason: str) -> list[TestResult]:
@@ -118,8 +122,9 @@ async def verify(
             they are loaded and the app restarted, exactly as on a fresh sandbox.
         deadline_s: bounds the run once the sandbox is had: loading, app start and tests.
         request_timeout_s: bounds each app request.
-        stop_early: stop at the first regression that does not pass. The factory's gates
-            turn it off where they want every failure for their rejection reasons.
+        stop_early: stop at the first regression that does not pass or guard that is not
+            blocked. The factory's gates turn it off where they want every failure for their
+            rejection reasons.
         stop_at_zero: also stop once every exploit got through (the score is then 0 too);
             for the factory's hacker probe, which only asks whether a patch earns anything.
 
@@ -177,7 +182,8 @@ async def verify(
     assert app is not None
     reason = {
         Ending.COMPLETE: "",
-        Ending.DECIDED: "not run: a regression test failed, so the score is 0",
+        Ending.DECIDED: "not run: a regression test failed or a guard got through, so the score "
+        "is 0",
         Ending.NONE_BLOCKED: "not run: every exploit got through, so the score is 0",
         Ending.APP_DOWN: "the app did not start",
         Ending.DEADLINE: f"not run: the {deadline_s:g}s grading deadline passed",

@@ -11,12 +11,53 @@ import difflib
 import os
 import shutil
 import stat
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
+
+import regex
 
 from a01gym.scenario.bundle import safe_relative_path
 
-__all__ = ["Workspace", "WorkspaceError"]
+__all__ = ["SEARCH_TIMEOUT_S", "Workspace", "WorkspaceError"]
+
+
+SEARCH_TIMEOUT_S = 1.0
+"""The most one regular-expression search may spend matching, over every line it reads."""
+
+
+def _matcher(pattern: str, ignore_case: bool, use_regex: bool) -> Callable[[str], bool]:
+    """A line predicate for :meth:`Workspace.search`.
+
+    Raises:
+        WorkspaceError: ``bad_request`` for an invalid expression, or (from the predicate) one
+            that ran past the search's timeout.
+    """
+    if not use_regex:
+        if not ignore_case:
+            return lambda line: pattern in line
+        folded = pattern.casefold()
+        return lambda line: folded in line.casefold()
+    try:
+        compiled = regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+    except regex.error as exc:
+        raise WorkspaceError(
+            "bad_request", f"invalid regular expression {pattern!r}: {exc}"
+        ) from None
+    deadline = time.monotonic() + SEARCH_TIMEOUT_S
+
+    def found(line: str) -> bool:
+        try:
+            left = max(deadline - time.monotonic(), 0.001)
+            return compiled.search(line, timeout=left) is not None
+        except TimeoutError:
+            raise WorkspaceError(
+                "bad_request",
+                f"the regular expression {pattern!r} took over {SEARCH_TIMEOUT_S:g} s "
+                "(it backtracks too much): simplify it, or search for a fixed string",
+            ) from None
+
+    return found
 
 
 class WorkspaceError(Exception):
@@ -129,9 +170,21 @@ class Workspace:
         self.write(path, text.replace(old, new, 1))
 
     def search(
-        self, pattern: str, path: str | None, max_matches: int
+        self,
+        pattern: str,
+        path: str | None,
+        max_matches: int,
+        ignore_case: bool = False,
+        regex: bool = False,
     ) -> list[tuple[str, int, str]]:
-        """Fixed-string search (like ``grep -F``): no regex, so no catastrophic backtracking."""
+        """Fixed-string search (like ``grep -F``), or a regular expression (``grep -E``-like,
+        Python syntax), either optionally case-insensitive.
+
+        Expressions run on the ``regex`` package, whose matching takes a timeout: a pattern
+        that backtracks catastrophically is stopped after :data:`SEARCH_TIMEOUT_S` in all and
+        refused with a clear error, instead of freezing the supervisor.
+        """
+        match = _matcher(pattern, ignore_case, regex)
         prefix = "" if path in (None, "", ".") else str(self.resolve(path).relative_to(self.root))
         files = self.files()
         inside = {
@@ -150,7 +203,7 @@ class Workspace:
             except UnicodeDecodeError:
                 continue
             for number, line in enumerate(text.splitlines(), start=1):
-                if pattern in line:
+                if match(line):
                     matches.append((name, number, line[:300]))
                     if len(matches) >= max_matches:
                         return matches

@@ -30,6 +30,18 @@ PLACEHOLDER = re.compile(
     r"\{\{\s*(canary|id|user|token|uuid|secret|jwt|var):([A-Za-z0-9_.-]+)\s*\}\}"
 )
 _JWT_EXPIRY = {"expired": 1_000_000_000}
+_JWT_VARIANTS: dict[str, str | None] = {
+    "signed": "HS256",
+    "expired": "HS256",
+    "forged": "HS256",
+    "none": "none",
+    "hs512": "HS512",
+    "rs256": "RS256",
+    "noalg": None,
+}
+"""JWT placeholder variant -> the ``alg`` its header names (None: no ``alg`` at all)."""
+_SIGNED = ("signed", "expired")
+"""The variants signed with the app's own key."""
 _JWT_FAR_FUTURE = 4_102_444_800
 
 _ID_LOW, _ID_SPAN = 10_000, 9_990_000
@@ -81,24 +93,30 @@ class FixtureValues:
 
         ``signed`` and ``expired`` are signed with ``{{secret:token_signing_key}}`` (the key a
         scenario seeds for its app), ``forged`` with another key, ``none`` carries
-        ``alg: none`` and no signature. Tests cannot compute signatures, so the world does.
+        ``alg: none`` and no signature. The other forgeries are what a careful reviewer tries
+        against a check that trusts the header's ``alg``: ``hs512`` (signed with another key
+        and SHA-512), ``rs256`` (an RSA algorithm, signature bytes from another key) and
+        ``noalg`` (no ``alg`` at all, signed with another key). Tests cannot compute
+        signatures, so the world does.
         """
         actor, _, variant = name.rpartition(".")
-        if not actor or variant not in ("signed", "expired", "forged", "none"):
+        if not actor or variant not in _JWT_VARIANTS:
             raise ScenarioError(
-                f"jwt placeholder {name!r} is not <actor>.signed|expired|forged|none"
+                f"jwt placeholder {name!r} is not <actor>.{'|'.join(_JWT_VARIANTS)}"
             )
-        alg = "none" if variant == "none" else "HS256"
         claims = {
             "sub": str(self.value("id", actor)),
             "exp": _JWT_EXPIRY.get(variant, _JWT_FAR_FUTURE),
         }
-        head = _b64url(json.dumps({"alg": alg, "typ": "JWT"}).encode())
+        alg = _JWT_VARIANTS[variant]
+        header = {"typ": "JWT"} if alg is None else {"alg": alg, "typ": "JWT"}
+        head = _b64url(json.dumps(header).encode())
         body = _b64url(json.dumps(claims).encode())
         if variant == "none":
             return f"{head}.{body}."
-        key = self.value("secret", "forged_key" if variant == "forged" else "token_signing_key")
-        mac = hmac.new(str(key).encode(), f"{head}.{body}".encode(), hashlib.sha256).digest()
+        key = self.value("secret", "token_signing_key" if variant in _SIGNED else "forged_key")
+        digest = hashlib.sha512 if alg == "HS512" else hashlib.sha256
+        mac = hmac.new(str(key).encode(), f"{head}.{body}".encode(), digest).digest()
         return f"{head}.{body}.{_b64url(mac)}"
 
     def _unique_id(self, name: str) -> int:

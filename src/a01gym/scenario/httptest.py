@@ -6,8 +6,10 @@ assertions (``expect``: when one fails the test **fails**), plus database checks
 a read-only query before and after the steps.
 
 Exploit tests describe the attack succeeding: they *pass* on a vulnerable app and *fail* on a
-fixed one. Regression tests describe legitimate use and pass on both. Scoring fails closed: an
-inconclusive exploit counts as not blocked and an inconclusive regression as not passed.
+fixed one. Regression tests describe legitimate use and pass on both. Guard tests describe an
+attack on a rule the vulnerable app already enforces: they fail on both, and pass only on an
+edit that opened a new hole. Scoring fails closed: an inconclusive exploit or guard counts as
+not blocked and an inconclusive regression as not passed.
 
 JSON paths are dotted (``items.0.owner``); that is all our generated tests need, so we do not
 pull in a JSONPath library.
@@ -137,6 +139,7 @@ class TestKind(enum.StrEnum):
 
     EXPLOIT = "exploit"
     REGRESSION = "regression"
+    GUARD = "guard"
 
 
 class HttpTest(_Model):

@@ -11,9 +11,11 @@ kind       assertions     ``outcome``    ``passed``
 ========== ============== ============== ==============
 exploit    held           exploited      false
 exploit    did not hold   blocked        true
+guard      held           exploited      false
+guard      did not hold   blocked        true
 regression held           works          true
 regression did not hold   broken         false
-either     unknown        inconclusive   false (fail closed)
+any        unknown        inconclusive   false (fail closed)
 ========== ============== ============== ==============
 
 ``passed`` is true exactly when the test counts towards the score (see
@@ -43,6 +45,8 @@ class Verdict(enum.StrEnum):
 _VERDICTS = {
     (TestKind.EXPLOIT, Outcome.PASS): Verdict.EXPLOITED,
     (TestKind.EXPLOIT, Outcome.FAIL): Verdict.BLOCKED,
+    (TestKind.GUARD, Outcome.PASS): Verdict.EXPLOITED,
+    (TestKind.GUARD, Outcome.FAIL): Verdict.BLOCKED,
     (TestKind.REGRESSION, Outcome.PASS): Verdict.WORKS,
     (TestKind.REGRESSION, Outcome.FAIL): Verdict.BROKEN,
 }
@@ -54,7 +58,8 @@ def verdict(kind: TestKind, outcome: Outcome) -> Verdict:
 
 
 def passed(kind: TestKind, outcome: Outcome) -> bool:
-    """True when the test counts towards the score: an exploit blocked, a regression working."""
+    """True when the test counts towards the score: an exploit or guard blocked, a regression
+    working."""
     return verdict(kind, outcome) in (Verdict.BLOCKED, Verdict.WORKS)
 
 

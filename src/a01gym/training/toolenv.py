@@ -99,14 +99,25 @@ class A01ToolEnv:
         """
         return self._act(tool="read_file", path=path, start_line=start_line, end_line=end_line)
 
-    def search(self, pattern: str, path: str | None = None) -> str:
-        """Search the workspace for a fixed string (not a regex).
+    def search(
+        self,
+        pattern: str,
+        path: str | None = None,
+        ignore_case: bool = False,
+        regex: bool = False,
+    ) -> str:
+        """Search the workspace's lines for a fixed string, or a regular expression.
 
         Args:
-            pattern: The exact text to find.
+            pattern: The text to find (case-sensitive unless ignore_case), or a regular
+                expression (Python syntax) when regex is true.
             path: Only search under this file or folder, or null for everywhere.
+            ignore_case: Match regardless of letter case.
+            regex: Treat pattern as a regular expression.
         """
-        return self._act(tool="search", pattern=pattern, path=path)
+        return self._act(
+            tool="search", pattern=pattern, path=path, ignore_case=ignore_case, regex=regex
+        )
 
     def http_request(
         self,
@@ -114,6 +125,8 @@ class A01ToolEnv:
         path: str,
         actor: str = "anonymous",
         json_body: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+        auth: Literal["bearer", "cookie"] = "bearer",
     ) -> str:
         """Send an HTTP request to the running app as one of the scenario's actors.
 
@@ -122,9 +135,18 @@ class A01ToolEnv:
             path: The request path, e.g. /notes/3.
             actor: The actor to act as (named in the task), or anonymous.
             json_body: A JSON object to send as the request body, or null.
+            headers: Extra request headers (Origin, X-CSRF-Token, Cookie, ...), or null.
+            auth: How the actor's session is sent: bearer (Authorization header) or cookie
+                (the session cookie, as the actor's browser sends it).
         """
         return self._act(
-            tool="http_request", method=method, path=path, actor=actor, json_body=json_body
+            tool="http_request",
+            method=method,
+            path=path,
+            actor=actor,
+            json_body=json_body,
+            headers=headers or {},
+            auth=auth,
         )
 
     def edit_file(self, path: str, old: str, new: str) -> str:

@@ -112,6 +112,13 @@ def test_deny_all_breaks_regression_and_says_so(tmp_path: Path) -> None:
     assert detail.startswith("deny-all-like") and "regression.own" in detail
 
 
+def test_a_fix_that_opens_a_hole_elsewhere_says_which_rule(tmp_path: Path) -> None:
+    guard = {"id": "guard.admin.users.bob", "kind": "guard", "outcome": "exploited"}
+    tests = [*_tests(exploited=()), {**guard, "passed": False}]
+    mode, detail = _mode(tmp_path, _breakdown(security=1.0, tests=tests))
+    assert mode is FailureMode.OPENED_HOLE and "guard.admin.users.bob" in detail
+
+
 def test_a_removed_route_is_a_broken_regression(tmp_path: Path) -> None:
     mode, detail = _mode(tmp_path, _breakdown(removed_routes=["GET /notes/{id}"]))
     assert mode is FailureMode.BROKE_REGRESSION and "GET /notes/{id}" in detail

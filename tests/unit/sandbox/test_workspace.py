@@ -1,10 +1,11 @@
 """Workspace confinement, exact edits and diffs (no sandbox needed)."""
 
 import os
+import time
 
 import pytest
 
-from a01gym.sandbox.workspace import Workspace, WorkspaceError
+from a01gym.sandbox.workspace import SEARCH_TIMEOUT_S, Workspace, WorkspaceError
 
 
 @pytest.fixture
@@ -64,10 +65,34 @@ def test_changes_and_diff_track_the_baseline(workspace):
     assert "-x = 1" in diff and "+x = 2" in diff and "+++ b/new.py" in diff
 
 
-def test_search_is_fixed_string(workspace):
+def test_search_is_fixed_string_and_case_sensitive_by_default(workspace):
     assert workspace.search("x = 1", None, 10) == [("app/main.py", 1, "x = 1")]
     assert workspace.search("(a+)+$", None, 10) == []
     assert workspace.search("fix", "app", 10) == []
+    assert workspace.search("X = 1", None, 10) == []
+
+
+def test_search_ignores_case_and_reads_regular_expressions_on_request(workspace):
+    workspace.write("app/auth.py", "def Require_Admin(user):\n    return user.IsAdmin\n")
+    found = workspace.search("require_admin", "app", 10, ignore_case=True)
+    assert found == [("app/auth.py", 1, "def Require_Admin(user):")]
+    assert workspace.search(r"def \w+\(user\)", None, 10, regex=True) == found
+    assert workspace.search(r"isadmin$", None, 10, ignore_case=True, regex=True) == [
+        ("app/auth.py", 2, "    return user.IsAdmin")
+    ]
+    assert workspace.search(r"x\s=\s1", None, 10) == []  # still text without regex
+
+
+def test_a_bad_or_runaway_regular_expression_is_a_clear_error(workspace):
+    with pytest.raises(WorkspaceError) as error:
+        workspace.search("def (", None, 10, regex=True)
+    assert error.value.code == "bad_request" and "invalid regular expression" in error.value.message
+    workspace.write("app/slow.py", "a" * 40 + "!\n")
+    started = time.monotonic()
+    with pytest.raises(WorkspaceError) as error:
+        workspace.search(r"(a|aa)+$", None, 10, regex=True)  # exponential backtracking
+    assert error.value.code == "bad_request" and "backtracks" in error.value.message
+    assert time.monotonic() - started < 5 * SEARCH_TIMEOUT_S
 
 
 @pytest.mark.parametrize("path", ["app/routers", "nope.py", "ap"])

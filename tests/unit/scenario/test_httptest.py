@@ -112,10 +112,33 @@ def test_partial_credit_needs_every_regression_to_pass():
     assert score_results(inconclusive).value == 0.0
 
 
-def test_only_a_regression_that_did_not_pass_decides_the_score():
+def test_a_guard_that_gets_through_caps_a_complete_fix_at_zero():
+    # The bug fixed (every exploit blocked), legitimate use intact, and a hole opened
+    # elsewhere: a security regression, scored like a broken regression test.
+    fixed = [
+        _result(TestKind.EXPLOIT, Outcome.FAIL),
+        _result(TestKind.REGRESSION, Outcome.PASS),
+        _result(TestKind.GUARD, Outcome.FAIL),
+    ]
+    assert score_results(fixed).resolved and score_results(fixed).value == 1.0
+    assert score_results(fixed).guards_held == score_results(fixed).guards_total == 1
+    for outcome in (Outcome.PASS, Outcome.INCONCLUSIVE):  # got through, or fail closed
+        opened = [*fixed, _result(TestKind.GUARD, outcome)]
+        score = score_results(opened)
+        assert not score.resolved and score.value == 0.0
+        assert (score.security, score.regression, score.guards_held) == (1.0, 1.0, 1)
+    half = [*fixed, _result(TestKind.EXPLOIT, Outcome.PASS)]
+    assert score_results(half).value == pytest.approx(PARTIAL_CREDIT * 0.5)
+    assert score_results([*half, _result(TestKind.GUARD, Outcome.PASS)]).value == 0.0
+
+
+def test_only_a_regression_that_did_not_pass_or_an_open_guard_decides_the_score():
     assert decided(_result(TestKind.REGRESSION, Outcome.FAIL))
     assert decided(_result(TestKind.REGRESSION, Outcome.INCONCLUSIVE))
     assert not decided(_result(TestKind.REGRESSION, Outcome.PASS))
+    assert decided(_result(TestKind.GUARD, Outcome.PASS))
+    assert decided(_result(TestKind.GUARD, Outcome.INCONCLUSIVE))
+    assert not decided(_result(TestKind.GUARD, Outcome.FAIL))
     assert not any(decided(_result(TestKind.EXPLOIT, o)) for o in Outcome)
 
 

@@ -1,4 +1,8 @@
-"""F04: an administration route that checks login but not the administrator role."""
+"""F04: an administration route that checks login but not the administrator role.
+
+Its exploits of ``admin.disable`` include a user disabling their own account, which the
+``self_exempt`` trap (the role check skipped when the target is the caller) lets through.
+"""
 
 from __future__ import annotations
 
@@ -60,6 +64,7 @@ FAMILY = Family(
     ("CWE-285", "CWE-862", "CWE-863"),
     OWASP_A01,
     ("admin.users", "admin.audit", "admin.disable"),
-    ("deny_all", "delete_route", "status_only", "client_trust", "hardcode"),
+    ("deny_all", "delete_route", "status_only", "client_trust", "hardcode", "self_exempt"),
+    trap_sites={"self_exempt": "admin.disable"},
     regressions=_regressions,
 )

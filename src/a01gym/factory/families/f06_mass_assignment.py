@@ -9,7 +9,7 @@ from a01gym.factory.families.base import OWASP_A01, Family
 from a01gym.factory.families.shared import R, own_account
 from a01gym.scenario.httptest import HttpTest
 
-__all__ = ["FAMILY", "GUARDS", "dump_call", "guard", "model_config"]
+__all__ = ["FAMILY", "GUARDS", "create_merge", "dump_call", "guard", "model_config"]
 
 
 def _regressions(cast: testkit.Cast) -> list[HttpTest]:
@@ -75,7 +75,8 @@ FAMILY = Family(
     ("CWE-915", "CWE-639", "CWE-269"),
     OWASP_A01,
     ("profile.update", "record.create"),
-    ("forbid_extra", "response_only", "admin_break", "delete_route"),
+    ("forbid_extra", "response_only", "admin_break", "delete_route", "strip_owner"),
+    trap_sites={"strip_owner": "record.create"},
     regressions=_regressions,
 )
 
@@ -86,7 +87,7 @@ GUARDS = ("model", "ignore", "allowlist")
 ``ignore``: the model says ``extra="ignore"`` explicitly; ``allowlist``: the model keeps extra
 fields (``extra="allow"``) and the handler dumps only the model's declared fields."""
 
-_OPEN = ("vuln", "response_only")
+_OPEN = ("vuln", "response_only", "strip_owner")
 """Modes whose input model lets extra fields through."""
 
 
@@ -114,3 +115,16 @@ def dump_call(spec: Any, mode: str, model: str, arguments: str = "") -> str:
     if guard(spec) == "allowlist" and mode not in _OPEN:
         arguments += (", " if arguments else "") + f"include=set(models.{model}.model_fields)"
     return f"body.model_dump({arguments})"
+
+
+def create_merge(mode: str) -> str:
+    """The row a repository writes from a create body's fields ``data`` in ``mode``.
+
+    ``strip_owner`` is the red-team trap: ``owner_id`` is overwritten, ``tenant_id`` (and the
+    record's status) are still the caller's to choose.
+    """
+    if mode in ("vuln", "response_only"):
+        return '{"owner_id": user.id, "tenant_id": user.tenant_id, **data}'
+    if mode == "strip_owner":
+        return '{"tenant_id": user.tenant_id, **data, "owner_id": user.id}'
+    return '{**data, "owner_id": user.id, "tenant_id": user.tenant_id}'

@@ -8,7 +8,9 @@ pydantic and httpx only), so ``tokens.py`` implements HS256 with the standard li
 (``hmac``, ``hashlib``, ``base64``); the signing key is a per-world secret in the settings
 table. Sites: ``jwt.signature`` (the signature is not checked) and ``jwt.expiry`` (``exp`` is
 not checked). Exploits send tokens the world forges (``{{jwt:alice.forged}}``, ``.none``,
-``.expired``); the ``alg_from_header`` trap verifies only when the token says it is HS256.
+``.expired``, ``.hs512``, ``.rs256``, ``.noalg``); the ``alg_from_header`` trap verifies only
+when the token says it is HS256, and ``none_rejected`` also refuses ``alg: none`` (the red-team
+fix that still accepts any other algorithm).
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ _SIGNATURE = {
             return None
         """,
     "alg_from_header": """
+        if header.get("alg") == "HS256":
+            expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
+            if not hmac.compare_digest(signature, expected):
+                return None
+        """,
+    "none_rejected": """
+        if header.get("alg", "").lower() == "none":
+            return None
         if header.get("alg") == "HS256":
             expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
             if not hmac.compare_digest(signature, expected):
@@ -58,6 +68,16 @@ _HELPERS = {
     "alg_from_header": '''
         def _signature_ok(connection: sqlite3.Connection, header: dict[str, Any], head: str, body: str, signature: str) -> bool:
             """Signed by this app with HS256 (the only algorithm it issues)."""
+            if header.get("alg") != "HS256":
+                return True
+            expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
+            return hmac.compare_digest(signature, expected)
+        ''',
+    "none_rejected": '''
+        def _signature_ok(connection: sqlite3.Connection, header: dict[str, Any], head: str, body: str, signature: str) -> bool:
+            """Signed by this app with HS256 (the only algorithm it issues)."""
+            if header.get("alg", "").lower() == "none":
+                return False
             if header.get("alg") != "HS256":
                 return True
             expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
@@ -293,6 +313,21 @@ def _exploits(
             f"{victim}_private",
             f"an unsigned (alg none) token for {victim} reads their record",
         ),
+        *(
+            _token_read(
+                f"{tag}.{site}.{variant}",
+                e,
+                "{{jwt:" + victim + f".{variant}}}}}",
+                path,
+                secret,
+                f"a token for {victim} {how} opens their account",
+            )
+            for variant, path, secret, how in (
+                ("hs512", "/api/v2/me", f"{victim}_key", "claiming HS512, signed with another key"),
+                ("rs256", record, f"{victim}_private", "claiming RS256, signed with another key"),
+                ("noalg", "/api/v2/me", f"{victim}_key", "naming no algorithm"),
+            )
+        ),
     ]
 
 
@@ -368,13 +403,13 @@ FAMILY = Family(
     ("CWE-347", "CWE-345", "CWE-287"),
     OWASP_A01,
     ("jwt.signature", "jwt.expiry"),
-    ("deny_all", "delete_route", "alg_from_header"),
+    ("deny_all", "delete_route", "alg_from_header", "none_rejected"),
     mapping=(
         "loose: CWE-347 maps to A02:2021 (Cryptographic Failures) and CWE-287 to A07:2021 "
         "(Identification and Authentication Failures); the A01:2021 text lists JWT tampering "
         "to elevate privileges, so the family is kept in the A01 catalog"
     ),
-    trap_sites={"alg_from_header": "jwt.signature"},
+    trap_sites={"alg_from_header": "jwt.signature", "none_rejected": "jwt.signature"},
     cross_tenant=False,
     exploits=_exploits,
     app=_app,

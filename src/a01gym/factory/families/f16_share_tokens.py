@@ -5,7 +5,9 @@ The app gets a ``share_links`` table and ``app/routers/sharing.py``: the owner c
 with ``POST /<records>/{id}/share`` and anyone holding it opens ``GET /shared/{id}?token=``.
 Sites: ``share.create`` (the token is built from the owner and record ids instead of
 ``secrets``) and ``share.open`` (any live token opens any record). Exploits: a guessed token
-opens the victim's freshly shared record; the attacker's own link opens the victim's record.
+opens the victim's freshly shared record; the attacker's own link, the victim's link to their
+other record, and an administrator's link to another tenant's record each open the victim's
+record (the last two defeat a fix that asks whether the link's creator may edit the record).
 """
 
 from __future__ import annotations
@@ -84,6 +86,15 @@ def _lookup(r: Any) -> tuple[str, str]:
             else ""
         )
         return query, drop
+    if mode == "creator_edits":  # the red-team fix: a link opens what its creator may edit
+        query = '"SELECT record_id, created_by FROM share_links WHERE token = ? AND revoked = 0", [token]'
+        drop = r.t(
+            'creator = security.user_by_id(connection, link["created_by"]) if link else None\n'
+            "    target = repository.${Ent}Repository(connection).get(record_id)\n"
+            "    if creator is None or target is None or not policy.can_modify(creator, target):\n"
+            "        link = None"
+        )
+        return query, drop + "\n    "
     return _bound_query(mode, r), ""
 
 
@@ -219,13 +230,31 @@ def _exploits(
                 [_share(cast, victim, row, False)],
             ),
         ]
+    own = _open(
+        f"{tag}.{site}.{attacker}",
+        e,
+        row,
+        testkit.placeholder("token", f"share_{attacker}"),
+        f"{attacker}'s own link opens {victim}'s record",
+    )
+    if attacker != cast.peer:  # the links below are no one's in particular: attack once
+        return [own]
     return [
+        own,
         _open(
-            f"{tag}.{site}.{attacker}",
+            f"{tag}.{site}.sibling",
             e,
             row,
-            testkit.placeholder("token", f"share_{attacker}"),
-            f"{attacker}'s own link opens {victim}'s record",
+            "{{var:share_token}}",
+            f"a link {victim} made for one record opens their other record",
+            [_share(cast, victim, cast.team_row(victim), True)],
+        ),
+        _open(
+            f"{tag}.{site}.admin_link",
+            e,
+            row,
+            testkit.placeholder("token", f"share_{cast.admin}"),
+            "an administrator's link to another tenant's record opens this record",
         ),
     ]
 
@@ -263,6 +292,14 @@ def _fixture(cast: testkit.Cast) -> dict[str, list[dict[str, object]]]:
             }
             for owner in (cast.peer, cast.outsider, cast.outsider2)
         ]
+        + [
+            {
+                "token": testkit.placeholder("token", f"share_{cast.admin}"),
+                "record_id": testkit.id_of(cast.team_row(cast.outsider2)),
+                "created_by": testkit.id_of(cast.admin),
+                "revoked": 0,
+            }
+        ]
     }
 
 
@@ -280,12 +317,13 @@ FAMILY = Family(
     ("CWE-639", "CWE-640", "CWE-330"),
     OWASP_A01,
     ("share.create", "share.open"),
-    ("deny_all", "delete_route", "hardcode"),
+    ("deny_all", "delete_route", "hardcode", "creator_edits"),
     mapping=(
         "loose: an unbound token reaching another user's record is CWE-639 (A01:2021), but "
         "predictable tokens are CWE-330 (A02:2021 Cryptographic Failures) and CWE-640 "
         "(A07:2021 Identification and Authentication Failures)"
     ),
+    trap_sites={"creator_edits": "share.open"},
     exploits=_exploits,
     app=_app,
     regressions=_regressions,

@@ -6,8 +6,10 @@ The app gets ``app/routers/web.py``, the browser UI's form endpoints, authentica
 secure app requires a double-submit token (the ``X-CSRF-Token`` header equal to the
 ``csrf_token`` cookie) on each of them; the vulnerable one checks nothing, so a page on another
 site can make the victim's browser change data. Exploits send the victim's cookies (as a
-browser would) from a foreign origin without the header; the ``referer_check`` trap trusts a
-``Referer`` that merely contains the front end's address.
+browser would) from a foreign origin without the header, with a guessed token, and without the
+``csrf_token`` cookie; the ``referer_check`` trap trusts a ``Referer`` that merely contains the
+front end's address, and ``token_present`` accepts any non-empty token (never compared with the
+cookie).
 """
 
 from __future__ import annotations
@@ -28,7 +30,12 @@ MECHANISMS = ("parameter", "route_dependencies", "call", "decorator")
 ``dependencies=[...]``, a call at the top of the handler, or a ``@form_check(...)``
 decorator. The vulnerable route lacks the one line that does it."""
 
-_CHECKS = {"secure": "csrf_protect", "referer_check": "referer_protect", "deny": "forms_disabled"}
+_CHECKS = {
+    "secure": "csrf_protect",
+    "referer_check": "referer_protect",
+    "token_present": "csrf_header_present",
+    "deny": "forms_disabled",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +146,12 @@ def _app(r: Any) -> FamilyApp:
     if not cookie or not hmac.compare_digest(cookie, header):
         raise HTTPException(status.HTTP_403_FORBIDDEN, "missing or wrong CSRF token")'''
         )
+    if "csrf_header_present" in body:
+        helpers.append(
+            """def csrf_header_present(request: Request) -> None:
+    if not request.headers.get("X-CSRF-Token"):
+        raise HTTPException(status.HTTP_403_FORBIDDEN, "missing CSRF token")"""
+        )
     if "referer_protect" in body:
         helpers.append(
             """def referer_protect(request: Request) -> None:
@@ -233,10 +246,15 @@ def _form_test(
     *,
     same_site: bool,
     why: str,
+    token: str | None = None,
+    csrf_cookie: bool = True,
 ) -> HttpTest:
+    """A form post with ``owner``'s cookies; from a foreign page unless ``same_site``, with
+    ``token`` in ``X-CSRF-Token`` (the page's own when same-site, none by default when not)."""
     path, body, sql, params = _post(cast, site, owner)
     csrf = testkit.placeholder("secret", f"csrf_{owner}")
-    headers = {"Cookie": f"session={testkit.placeholder('token', owner)}; csrf_token={csrf}"}
+    session = f"session={testkit.placeholder('token', owner)}"
+    headers = {"Cookie": f"{session}; csrf_token={csrf}" if csrf_cookie else session}
     front = frontend_origin(cast.spec)
     if same_site:
         headers |= {"Origin": front, "Referer": f"{front}/records", "X-CSRF-Token": csrf}
@@ -245,6 +263,8 @@ def _form_test(
             "Origin": "https://evil.example",
             "Referer": f"https://evil.example/win?from={front}",
         }
+        if token is not None:
+            headers["X-CSRF-Token"] = token
     return HttpTest(
         id=test_id,
         kind=kind,
@@ -274,6 +294,26 @@ def _exploits(
             victim,
             same_site=False,
             why=f"a foreign page makes {victim}'s browser post the form",
+        ),
+        _form_test(
+            cast,
+            f"{tag}.{site}.wrong_token",
+            TestKind.EXPLOIT,
+            site,
+            victim,
+            same_site=False,
+            token="a-guessed-token",
+            why=f"a foreign page posts {victim}'s form with a token that is not the cookie's",
+        ),
+        _form_test(
+            cast,
+            f"{tag}.{site}.no_cookie",
+            TestKind.EXPLOIT,
+            site,
+            victim,
+            same_site=False,
+            csrf_cookie=False,
+            why=f"a foreign page posts {victim}'s form with no csrf_token cookie and no token",
         ),
     ]
 
@@ -308,7 +348,7 @@ FAMILY = Family(
     ("CWE-352", "CWE-1275"),
     OWASP_A01,
     ("csrf.archive", "csrf.email"),
-    ("deny_all", "delete_route", "referer_check"),
+    ("deny_all", "delete_route", "referer_check", "token_present"),
     cross_tenant=False,
     exploits=_exploits,
     app=_app,

@@ -7,7 +7,8 @@ set any role; a manager sets the role of users in their own tenant, to ``user`` 
 only. Sites: ``roles.grant`` (the requested role is not checked, so a manager makes themselves
 administrator) and ``roles.tenant`` (the target's tenant is not checked). The exploit of the
 first site is an escalation: the manager's role changes *and* an administrators-only call then
-succeeds. Needs a manager actor, which the family asks the author for.
+succeeds; a second one grants ``support``, which the ``all_but_admin`` trap (refuse only
+``admin``) lets through. Needs a manager actor, which the family asks the author for.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ __all__ = ["FAMILY", "STRUCTURES"]
 _GRANT = {
     "secure": "body.role not in config.MANAGER_GRANTS",
     "target_role": 'target["role"] == "admin"',
+    "all_but_admin": 'body.role == "admin"',
 }
 _GRANT_ALLOW = {
     "secure": "role in config.MANAGER_GRANTS",
     "target_role": 'target["role"] != "admin"',
+    "all_but_admin": 'role != "admin"',
 }
 _TENANT = 'target["tenant_id"] != user.tenant_id'
 STRUCTURES = ("inline", "predicate", "config_grants")
@@ -199,7 +202,14 @@ def _exploits(
                     ),
                 ],
                 db_checks=[_role_check(manager)],
-            )
+            ),
+            HttpTest(
+                id=f"{tag}.{site}.support",
+                kind=TestKind.EXPLOIT,
+                description="a manager grants the support role (not user or manager)",
+                steps=[_set_role(manager, cast.outsider, "support")],
+                db_checks=[_role_check(cast.outsider)],
+            ),
         ]
     # the target must be in the other tenant than the manager's (tenant b): the agent's
     # reproduction uses the second tenant-a user, the hidden exploit the first
@@ -260,13 +270,13 @@ FAMILY = Family(
     ("CWE-269", "CWE-863", "CWE-266"),
     OWASP_A01,
     ("roles.grant", "roles.tenant"),
-    ("admin_break", "delete_route", "target_role"),
+    ("admin_break", "delete_route", "target_role", "all_but_admin"),
     mapping=(
         "partly: CWE-269 and CWE-266 map to A04:2021 (Insecure Design); CWE-863 and the "
         "A01:2021 text's elevation of privilege place the family in A01"
     ),
     needs_roles=("manager",),
-    trap_sites={"target_role": "roles.grant"},
+    trap_sites={"target_role": "roles.grant", "all_but_admin": "roles.grant"},
     cross_tenant=False,
     exploits=_exploits,
     app=_app,

@@ -16,6 +16,7 @@ import textwrap
 from typing import Any, Literal, Protocol
 
 from a01gym.factory.codetext import indent
+from a01gym.factory.families import f06_mass_assignment
 from a01gym.factory.families.f07_tenant_lists import UNSCOPED_LIST, list_bug
 from a01gym.factory.families.f08_export_filter import orm_repository_body
 from a01gym.factory.styles import orm_relationship
@@ -119,7 +120,6 @@ def repository(r: Any) -> str:
         exports.append(
             f"    def {method}(self, user: CurrentUser) -> list[Record]:\n" + indent(body, 8)
         )
-    create_vuln = r.v.mode("record.create") in ("vuln", "response_only")
     list_params = "owner_id: int | None = None, limit: int = 50, offset: int = 0"
     if list_mode == "client_trust":
         list_params += ", tenant_id: int | None = None"
@@ -294,11 +294,7 @@ def repository(r: Any) -> str:
         search_params=search_params,
         search_body=_body(r, _SEARCH, search_mode, 8),
         exports="\n\n".join(exports),
-        create_merge=(
-            '{"owner_id": user.id, "tenant_id": user.tenant_id, **data}'
-            if create_vuln
-            else '{**data, "owner_id": user.id, "tenant_id": user.tenant_id}'
-        ),
+        create_merge=f06_mass_assignment.create_merge(r.v.mode("record.create")),
     )
     loaders = [name for name in ("selectinload", "with_parent") if f"{name}(" in text]
     return text.replace(

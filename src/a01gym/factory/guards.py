@@ -1,0 +1,79 @@
+"""Hidden security guards: the policy's other rules, attacked, must stay enforced.
+
+Exploit tests cover the injected bug; they say nothing about the rest of the app. A fix that
+closes the bug and deletes an ownership check elsewhere would score 1.0 on them alone. So every
+scenario also carries a **guard** per site of the shared skeleton that is not one of its bug's
+sites: the same attack the exploit suite would make there (a teammate who does not own the
+record reads, edits, deletes, archives, lists, exports it; a regular user reaches ``/admin``,
+the diagnostics page, the tenant settings, another account's private fields, another user's
+files, impersonation, a role change through the profile, a record planted in another tenant).
+
+Every guard is blocked in the vulnerable app and in the reference fix (the gates check both).
+A guard that gets through after the agent's edit is a **security regression**: like a failed
+regression test it settles the score at 0 (:mod:`a01gym.scenario.scoring`), so opening a hole
+anywhere never pays, however well the bug itself is fixed.
+
+The attacker is the victim's teammate in the same tenant: the policy (every canonical
+variant, :func:`a01gym.factory.spec.canonical_policy`) never lets a regular user who does not
+own a private record act on it, nor reach an administrator's routes.
+"""
+
+from __future__ import annotations
+
+from a01gym.factory import exploits, testkit
+from a01gym.factory.spec import ScenarioSpec
+from a01gym.scenario.httptest import HttpTest, Step, TestKind
+
+__all__ = ["GUARDED_SITES", "guard_tests"]
+
+GUARDED_SITES = (
+    "record.read",
+    "record.update",
+    "record.delete",
+    "record.archive",
+    "record.list",
+    "record.search",
+    "record.export",
+    "record.digest",
+    "record.print",
+    "record.create",
+    "admin.users",
+    "admin.audit",
+    "admin.disable",
+    "profile.update",
+    "profile.view",
+    "team.list",
+    "files.download",
+    "settings.update",
+    "debug.config",
+    "auth.impersonate",
+)
+"""Skeleton sites every generated app serves, each with an attack the policy forbids."""
+
+
+def guard_tests(spec: ScenarioSpec) -> list[HttpTest]:
+    """A guard for every skeleton site the bug does not touch (ids ``guard.<site>…``).
+
+    A guard that makes a request an exploit also makes (acting as the victim, then reading
+    the victim's record: the read is the bug in F01) would get through because of the bug
+    itself, so it is left out.
+    """
+    cast = testkit.Cast(spec)
+    bugged = set(spec.bug.sites)
+    attacked = {_request(step) for test in exploits.exploit_tests(spec) for step in test.steps}
+    tests: list[HttpTest] = []
+    for site in GUARDED_SITES:
+        if site in bugged:
+            continue
+        tests += [
+            test
+            for test in exploits.site_exploits(
+                cast, site, cast.peer, cast.victim, "guard", kind=TestKind.GUARD, family=""
+            )
+            if not attacked & {_request(step) for step in test.steps}
+        ]
+    return tests
+
+
+def _request(step: Step) -> tuple[str, str]:
+    return step.method, step.path

@@ -1,0 +1,100 @@
+"""The red team's incomplete fixes, each graded in a real local sandbox: none may score 1.
+
+A red-team run (tools only, as a trained policy would play) found seven patches that scored
+1.0 although the fix was incomplete or opened a new hole. Each row here is one of them,
+rendered as the trap its family now carries (so every gate run checks it too), applied to a
+scenario of that family, and graded by the hidden suite exactly as an episode's terminal step
+is: the score must stay below 1, and the named attacks must get through. "The fix plus a
+check deleted elsewhere" must score 0 in every family; the gates check that per scenario
+(``fix_plus_hole``), and the first row checks the red team's own version of it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from a01gym.factory import appgen, author, compiler, config, mutator
+from a01gym.factory.spec import ScenarioSpec
+from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.verification import verify
+from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.httptest import Outcome, TestKind
+from a01gym.scenario.manifest import Patch
+
+
+def _spec(family: str, site: str, trap: str | None = None) -> ScenarioSpec:
+    """The first template scenario of ``family`` whose bug includes ``site``, with ``trap``."""
+    cfg = config.FactoryConfig(count=40, families=[family], seed=11)
+    for request in author.plan(cfg):
+        spec = author.TemplateAuthor().draft(request)
+        if site in spec.bug.sites:
+            if trap is not None and trap not in spec.traps:
+                spec = spec.model_copy(update={"traps": [*spec.traps[:3], trap]})
+            return ScenarioSpec.model_validate(spec.model_dump())
+    raise AssertionError(f"no {family} scenario with {site} in 40 drafts")
+
+
+async def _grade(bundle: Bundle, patch: Patch) -> tuple[float, set[str]]:
+    """The patch's score and the ids of the attacks (exploits or guards) that got through."""
+    async with LocalBackend(pool_size=1) as backend:
+        report = await verify(
+            backend, bundle, bundle.patched_workspace(patch), seed=7, stop_early=False
+        )
+    assert report.app.state.value == "running", report.app.error
+    regressions = [r for r in report.results if r.kind is TestKind.REGRESSION]
+    broken = [r.test_id for r in regressions if r.outcome is not Outcome.PASS]
+    assert not broken, broken  # each of these patches keeps legitimate use working
+    through = {
+        r.test_id
+        for r in report.results
+        if r.kind is not TestKind.REGRESSION and r.outcome is Outcome.PASS
+    }
+    return report.score.value, through
+
+
+async def test_the_fix_plus_checks_deleted_elsewhere_scores_zero() -> None:
+    # F03: the print route fixed, and can_modify dropped from the edit route and the admin
+    # guard from GET /admin/users: another tenant edits, anyone reads every account's key.
+    spec = _spec("F03", "record.print")
+    bundle = compiler.compile_bundle(spec)
+    holed = appgen.render_app(
+        spec, appgen.Variant(modes={"record.update": "vuln", "admin.users": "vuln"})
+    )
+    vulnerable = mutator.mutate(spec).vulnerable
+    patch = Patch(
+        description="red team: fix plus holes",
+        files={p: t for p, t in holed.files.items() if vulnerable.files.get(p) != t},
+    )
+    score, through = await _grade(bundle, patch)
+    assert score == 0.0
+    assert any(t.startswith("guard.record.update.") for t in through), through
+    assert any(t.startswith("guard.admin.users.") for t in through), through
+    assert not any(t.startswith("exploit.") for t in through), through  # the bug is fixed
+
+
+@pytest.mark.parametrize(
+    ("family", "site", "trap", "attacks"),
+    [
+        # reject alg none, verify only HS256: HS512, RS256 and no-alg tokens sign in as anyone
+        ("F15", "jwt.signature", "none_rejected", (".hs512", ".rs256", ".noalg")),
+        # a link opens what its creator may edit: the victim's link to their other record
+        ("F16", "share.open", "creator_edits", (".sibling",)),
+        # only owner_id stripped from the create body: the tenant is still the caller's choice
+        ("F06", "record.create", "strip_owner", (".tenant",)),
+        # a non-empty X-CSRF-Token, never compared with the cookie
+        ("F18", "csrf.archive", "token_present", (".wrong_token",)),
+        # managers may grant everything but admin: support still granted
+        ("F20", "roles.grant", "all_but_admin", (".support",)),
+        # the admin check skipped when the target is the caller: users disable themselves
+        ("F04", "admin.disable", "self_exempt", (".self",)),
+    ],
+)
+async def test_red_team_incomplete_fix_scores_below_one(
+    family: str, site: str, trap: str, attacks: tuple[str, ...]
+) -> None:
+    spec = _spec(family, site, trap)
+    bundle = compiler.compile_bundle(spec)
+    score, through = await _grade(bundle, bundle.hidden.traps[trap])
+    assert score < 1.0
+    for attack in attacks:
+        assert any(t.endswith(attack) and site in t for t in through), (attack, through)
