@@ -30,12 +30,31 @@ LEAK_WORDS = re.compile(
     re.IGNORECASE,
 )
 
-_HINTS = {
-    0: "Users report that the app does not always behave as the access policy below says.",
-    1: "A security audit found that the app does not enforce the access policy below.",
-    2: "A security audit found a Broken Access Control weakness (OWASP Top 10 2021, A01): "
-    "the app does not enforce the access policy below.",
+_TASK = (
+    "A security review found that the app does not enforce the access policy below "
+    "(OWASP Top 10 2021, A01: Broken Access Control). It may sit in one place or in several."
+)
+"""The task's one wording, whatever the family, the site count or the hint level."""
+
+_AREAS = {
+    "record": "the {label} routes",
+    "admin": "the administration pages",
+    "auth": "acting as another user",
+    "profile": "the account pages",
+    "team": "the account pages",
+    "files": "file downloads",
+    "settings": "the {tenant} settings",
+    "debug": "the diagnostics page",
+    "guard": "the administration pages",
+    "redirect": "signing in and out",
+    "cors": "calls from browsers",
+    "jwt": "API tokens",
+    "share": "share links",
+    "csrf": "the browser UI's forms",
+    "optional": "the public pages",
+    "roles": "team roles",
 }
+"""Where hint level 3 tells the agent to start: an area of the app, never a route or a CWE."""
 
 
 def spec_digest(spec: ScenarioSpec) -> str:
@@ -44,12 +63,17 @@ def spec_digest(spec: ScenarioSpec) -> str:
 
 
 def task_text(spec: ScenarioSpec, policy_lines: list[str]) -> str:
-    """TASK.md at the spec's hint level (levels 3-4 add the CWE id and the visible exploit)."""
+    """TASK.md at the spec's hint level: level 3 names the area to start with, level 4 also
+    points at the visible reproduction; no level names the family, the CWE or a route."""
     level = spec.knobs.hint_level
-    hint = _HINTS.get(level) or (
-        f"A security audit found a Broken Access Control weakness (OWASP Top 10 2021, A01; "
-        f"{spec.bug.cwe}): the app does not enforce the access policy below."
-    )
+    hint = _TASK
+    if level >= 3:
+        area = _AREAS[spec.bug.sites[0].split(".")[0]]
+        hint += (
+            " Start with "
+            + area.format(label=spec.domain.entity.label, tenant=spec.domain.tenant_noun)
+            + "."
+        )
     if level >= 4:
         hint += " The visible test whose id starts with `visible.exploit` reproduces it."
     actors = []
@@ -73,9 +97,9 @@ def task_text(spec: ScenarioSpec, policy_lines: list[str]) -> str:
             "## Task",
             "",
             hint,
-            "The weakness may sit in more than one place. Change the code so that the policy "
-            "holds everywhere, without breaking legitimate use: every route must keep working, "
-            "with the same response shape, for everyone the policy allows. Do not remove routes.",
+            "Change the code so that the policy holds everywhere, without breaking legitimate "
+            "use: every route must keep working, with the same response shape, for everyone the "
+            "policy allows. Do not remove routes.",
             "",
             "## Access policy",
             "",
@@ -116,15 +140,18 @@ def policy_lines(spec: ScenarioSpec) -> list[str]:
         ("record", "delete"): f"Delete {label}",
         ("profile", "read"): "See another user's public profile (id, username, display name)",
         ("profile", "update"): "Change an account's display name and e-mail",
-        ("profile", "impersonate"): "Act as another user by sending the X-Act-As header",
-        ("admin", "manage"): "Use /admin (accounts, roles, audit log); change roles",
+        ("profile", "impersonate"): "Act as another user (the X-Act-As header)",
+        (
+            "admin",
+            "manage",
+        ): "Use the administration pages (accounts, roles, audit log); change roles",
         ("files", "read"): "Download a stored file",
-        ("debug", "read"): "See the diagnostics page (/debug/config)",
+        ("debug", "read"): "See the diagnostics page",
         (
             "settings",
             "read",
-        ): f"Read the {tenant} settings (/tenant/settings) of one's own {tenant}",
-        ("settings", "update"): f"Change the {tenant} settings (PUT or PATCH /tenant/settings)",
+        ): f"Read the {tenant} settings of one's own {tenant}",
+        ("settings", "update"): f"Change the {tenant} settings",
     }
     lines = []
     for rule in spec.policy:
@@ -136,7 +163,11 @@ def policy_lines(spec: ScenarioSpec) -> list[str]:
     )
     lines.append("The health check and the administrator guide are public.")
     extra = families.family(spec.bug.family).policy
-    return lines + (extra(spec) if extra is not None else [])
+    lines += extra(spec) if extra is not None else []
+    # An order drawn per scenario: the family's own rule is not always the last line.
+    return sorted(
+        lines, key=lambda line: hashlib.sha256(f"{spec.seed}\x00{line}".encode()).digest()
+    )
 
 
 def lint_workspace(files: dict[str, str]) -> None:

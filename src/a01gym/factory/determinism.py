@@ -12,6 +12,12 @@ another: the database is re-seeded before every test anyway, so only the world c
 an app that carries state from one world into the next shows up as a changed verdict too.
 Reusing the started app keeps G4 to the cost of the tests (no sandbox or app start), which
 matters because it multiplies every gate run.
+
+The extra worlds leave out the guard tests (:mod:`a01gym.factory.guards`): each guard is the
+shared attack on a skeleton site, the same test G4 re-randomises wherever that site is a
+bug's, and the guards are two-thirds of a run's tests (22 of 30 for an F01 scenario; measured
+with ``tests/integration/test_factory_gates.py``: 4 family gate tests took 37 s before the
+guards, 57 s with them in every world).
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ from collections.abc import Mapping, Sequence
 from a01gym.sandbox import verification
 from a01gym.sandbox.backend import Sandbox, SandboxBackend
 from a01gym.sandbox.verification import Verification
+from a01gym.scenario import scoring
 from a01gym.scenario.bundle import Bundle
-from a01gym.scenario.httptest import Outcome
+from a01gym.scenario.httptest import Outcome, TestKind
 
 __all__ = ["WORLDS", "judge", "verdict", "verify_worlds", "world_seeds"]
 
@@ -49,11 +56,14 @@ def world_seeds(bundle: Bundle, first: int) -> list[int]:
 
 def verdict(result: Verification) -> str:
     """What must not change between worlds: app state, score, and each test's outcome in
-    the order the tests ran (``P`` passed, ``F`` failed, ``I`` inconclusive)."""
-    outcomes = "".join(_CODES[r.outcome] for r in result.results)
+    the order the tests ran (``P`` passed, ``F`` failed, ``I`` inconclusive), guards left out
+    (only the first world runs them)."""
+    results = [r for r in result.results if r.kind is not TestKind.GUARD]
+    score = scoring.score_results(results)
+    outcomes = "".join(_CODES[r.outcome] for r in results)
     return (
-        f"{result.app.state.value} score={result.score.value:.3f} "
-        f"resolved={result.score.resolved} tests={outcomes}"
+        f"{result.app.state.value} score={score.value:.3f} "
+        f"resolved={score.resolved} tests={outcomes}"
     )
 
 
@@ -75,7 +85,10 @@ async def verify_worlds(
     # verify() loads the files into a given sandbox (and starts the app) unless they are the
     # bundle's own workspace, in which case it grades the running app as it is.
     fresh = dataclasses.replace(bundle, workspace={})
-    loaded = dataclasses.replace(bundle, workspace=dict(files))
+    unguarded = bundle.hidden.model_copy(
+        update={"tests": [t for t in bundle.hidden.tests if t.kind is not TestKind.GUARD]}
+    )
+    loaded = dataclasses.replace(bundle, workspace=dict(files), hidden=unguarded)
 
     async def keep(_: Sandbox) -> None:
         return None

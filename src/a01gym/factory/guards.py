@@ -65,13 +65,20 @@ def guard_tests(spec: ScenarioSpec) -> list[HttpTest]:
     for site in GUARDED_SITES:
         if site in bugged:
             continue
-        tests += [
+        usable = [
             test
             for test in exploits.site_exploits(
                 cast, site, cast.peer, cast.victim, "guard", kind=TestKind.GUARD, family=""
             )
             if not attacked & {_request(step) for step in test.steps}
         ]
+        # one attack per site, the signed-in teammate's where there is a choice: it is the
+        # stronger one (a check reduced to "signed in" still stops an anonymous caller)
+        tests += (
+            [next((t for t in usable if t.steps[0].actor == cast.peer), usable[0])]
+            if usable
+            else []
+        )
     return tests
 
 

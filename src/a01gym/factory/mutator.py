@@ -19,7 +19,7 @@ from a01gym.factory import appgen, families, guards
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.fixtures import FixtureValues
 
-__all__ = ["FIX_PLUS_HOLE", "Mutation", "hole_site", "mutate", "trap_variant", "visible_seed"]
+__all__ = ["FIX_PLUS_HOLE", "Mutation", "mutate", "trap_variant", "visible_seed"]
 
 FIX_PLUS_HOLE = "fix_plus_hole"
 
@@ -95,11 +95,18 @@ def mutate(spec: ScenarioSpec) -> Mutation:
         spec, appgen.Variant(modes=dict.fromkeys(spec.bug.sites, "vuln"))
     )
     traps = {trap: appgen.render_app(spec, trap_variant(spec, trap)) for trap in spec.traps}
-    traps[FIX_PLUS_HOLE] = appgen.render_app(spec, appgen.Variant(modes={hole_site(spec): "vuln"}))
+    traps[FIX_PLUS_HOLE] = _fix_plus_hole(spec, fixed)
     return Mutation(fixed=fixed, vulnerable=vulnerable, traps=traps)
 
 
-def hole_site(spec: ScenarioSpec) -> str:
-    """The skeleton site whose check :data:`FIX_PLUS_HOLE` removes (never one of the bug's)."""
+def _fix_plus_hole(spec: ScenarioSpec, fixed: appgen.RenderedApp) -> appgen.RenderedApp:
+    """The correct app with the check of one other skeleton site removed: the first, from a
+    place drawn by the spec's seed, whose removal changes the code (an F14 app's middleware
+    guards every administration route whatever the route's own check says)."""
     others = [site for site in guards.GUARDED_SITES if site not in spec.bug.sites]
-    return others[spec.seed % len(others)]
+    start = spec.seed % len(others)
+    for site in others[start:] + others[:start]:
+        holed = appgen.render_app(spec, appgen.Variant(modes={site: "vuln"}))
+        if holed.files != fixed.files:
+            return holed
+    raise ValueError("no other site's check can be removed")

@@ -24,7 +24,7 @@ from a01gym.errors import ScenarioError
 from a01gym.factory import compiler, gates, split
 from a01gym.factory.author import Author, AuthorError, DraftRequest, TemplateAuthor, plan
 from a01gym.factory.cache import Provenance, ScenarioCache
-from a01gym.factory.config import FactoryConfig
+from a01gym.factory.config import FactoryConfig, SplitConfig
 from a01gym.sandbox.backend import SandboxBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.cache import Rejection
@@ -93,8 +93,16 @@ class _Drafter:
     would otherwise stall every sandbox run the loop drives. Template drafts go one at a
     time, in request order; an LLM author's (network-bound) up to ``workers`` at once."""
 
-    def __init__(self, author: Author, workers: int, total: int, progress: ProgressFn | None):
+    def __init__(
+        self,
+        author: Author,
+        workers: int,
+        total: int,
+        progress: ProgressFn | None,
+        held_out: SplitConfig,
+    ):
         self.author, self.total, self.progress = author, total, progress
+        self.held_out = held_out
         threads = 1 if isinstance(author, TemplateAuthor) else max(1, workers)
         self._threads = asyncio.Semaphore(threads)
         self.done = 0
@@ -114,6 +122,11 @@ class _Drafter:
             spec = self.author.draft(request)
         except AuthorError as exc:
             return _Candidate(request, stage="author", reason=exc.reason)
+        if split.assign_split(spec.domain.id, spec.bug.family, self.held_out) == "eval":
+            # held-out scenarios measure finding the bug unaided: the lowest hint level
+            spec = spec.model_copy(
+                update={"knobs": spec.knobs.model_copy(update={"hint_level": 0})}
+            )
         digest = compiler.spec_digest(spec)
         try:
             return _Candidate(request, compiler.compile_bundle(spec), digest)
@@ -223,7 +236,7 @@ async def build(
             progress("gates", gated, len(requests) - drafter.failed)
 
     with cache.writer():
-        drafter = _Drafter(author, config.gates.workers, len(requests), progress)
+        drafter = _Drafter(author, config.gates.workers, len(requests), progress, config.split)
         keeper = gates.Gatekeeper(workers=config.gates.workers, seed=config.seed)
         # Set once the backend is up (None: the gates are off); the first candidates are
         # authored while its zygote starts.

@@ -69,21 +69,23 @@ class Verification(BaseModel):
     tests_run: int = 0
 
 
-_SETTLE_ORDER = {TestKind.REGRESSION: 0, TestKind.GUARD: 1, TestKind.EXPLOIT: 2}
+_EARLY_ORDER = {TestKind.REGRESSION: 0, TestKind.EXPLOIT: 1, TestKind.GUARD: 2}
 
 
 def _order(tests: Sequence[HttpTest], stop_early: bool, stop_at_zero: bool) -> list[HttpTest]:
-    """Regressions, then guards, first when stopping early: one of them failing settles the
-    score. When only "above 0?" matters, one regression, then the exploits (none blocked
-    settles it too), then the other regressions and the guards."""
+    """Regressions first when stopping early: one of them failing settles the score. Guards
+    settle it too but go last, so every exploit has run by the time one does (the factory's
+    G4 compares runs with and without the guards). When only "above 0?" matters, one
+    regression, then the exploits (none blocked settles it too), then the other regressions
+    and the guards."""
     if stop_at_zero:
-        settlers = [t for t in tests if t.kind is not TestKind.EXPLOIT]
-        settlers.sort(key=lambda t: _SETTLE_ORDER[t.kind])
+        regressions = [t for t in tests if t.kind is TestKind.REGRESSION]
         exploits = [t for t in tests if t.kind is TestKind.EXPLOIT]
-        return settlers[:1] + exploits + settlers[1:]
+        guards = [t for t in tests if t.kind is TestKind.GUARD]
+        return regressions[:1] + exploits + regressions[1:] + guards
     if not stop_early:
         return list(tests)
-    return sorted(tests, key=lambda t: _SETTLE_ORDER[t.kind])  # stable
+    return sorted(tests, key=lambda t: _EARLY_ORDER[t.kind])  # stable
 
 
 def _not_run(tests: Sequence[HttpTest], reason: str) -> list[TestResult]:

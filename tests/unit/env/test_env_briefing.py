@@ -47,7 +47,7 @@ def test_policy_and_actors_are_stated_once_in_the_scenarios_words(compiled: Bund
 
 def test_tells_what_a_fair_grader_assumes(compiled: Bundle) -> None:
     text, _ = briefing.render(compiled)
-    assert "more than one place" in text
+    assert "one place or in several" in text
     assert "401, 403 or 404" in text
     assert "fresh copy of the app and its data" in text
 

@@ -46,16 +46,18 @@ def test_workspace_reveals_nothing_hidden(family_id: str, spec_for: Any) -> None
         assert "A01" not in text and "OWASP" not in text
 
 
-def test_hint_levels_change_the_task_text(spec_for: Any) -> None:
+def test_hint_levels_add_an_area_then_a_reproduction_never_the_cwe(spec_for: Any) -> None:
     spec = spec_for("F01")
     texts = {}
     for level in range(5):
         knobs = spec.knobs.model_copy(update={"hint_level": level})
         bundle = compiler.compile_bundle(spec.model_copy(update={"knobs": knobs}))
         texts[level] = bundle.workspace["TASK.md"].decode()
-    assert "OWASP" not in texts[1] and "OWASP" in texts[2]
-    assert spec.bug.cwe in texts[3] and spec.bug.cwe not in texts[2]
+    assert texts[0] == texts[1] == texts[2]  # one wording below level 3
+    assert "Start with the " + spec.domain.entity.label + " routes." in texts[3]
+    assert "Start with" not in texts[2] and "visible.exploit" not in texts[3]
     assert "visible.exploit" in texts[4]
+    assert not any(spec.bug.cwe in text or "CWE-" in text for text in texts.values())
     bundle4 = compiler.compile_bundle(
         spec.model_copy(update={"knobs": spec.knobs.model_copy(update={"hint_level": 4})})
     )

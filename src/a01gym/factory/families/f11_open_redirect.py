@@ -294,7 +294,7 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
 
 def _policy(spec: Any) -> list[str]:
     return [
-        "After signing in (/auth/continue?next=) or out (/auth/signout?return_to=) the browser "
+        "After signing in or out, the browser "
         f"is sent only to the app's own paths or to https://{HELP_HOST}; any other target "
         "lands on the default page."
     ]

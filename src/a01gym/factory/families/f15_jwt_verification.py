@@ -391,7 +391,7 @@ def _fixture(cast: testkit.Cast) -> dict[str, list[dict[str, object]]]:
 
 def _policy(spec: Any) -> list[str]:
     return [
-        "API tokens (/api/v2) are honoured only when this app signed them and they have not "
+        "API tokens are honoured only when this app signed them and they have not "
         "expired; a token acts for the user it was issued to."
     ]
 

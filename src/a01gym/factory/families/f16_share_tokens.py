@@ -305,7 +305,7 @@ def _fixture(cast: testkit.Cast) -> dict[str, list[dict[str, object]]]:
 
 def _policy(spec: Any) -> list[str]:
     return [
-        "Whoever may edit a record can create a share link for it (POST .../share); a link "
+        "Whoever may edit a record can create a share link for it; a link "
         "opens only the record it was made for, and links must not be guessable."
     ]
 

@@ -335,9 +335,9 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
 
 def _policy(spec: Any) -> list[str]:
     return [
-        "The browser UI's form endpoints (/web, session cookie) accept only posts from the "
-        f"app's own pages at {frontend_origin(spec)}, which send the csrf_token cookie's value "
-        "in the X-CSRF-Token header."
+        "The browser UI's form endpoints (signed in by the session cookie) accept only posts "
+        f"from the app's own pages at {frontend_origin(spec)}, which send the csrf_token "
+        "cookie's value in the X-CSRF-Token header."
     ]
 
 

@@ -268,9 +268,9 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
 
 def _policy(spec: Any) -> list[str]:
     return [
-        "The feed (/feed) is public: visitors see the counter only, signed-in users also their "
-        "own records, administrators any user's (owner_id). An activity page "
-        "(/activity/{user_id}) is for its user and administrators."
+        "The feed is public: visitors see the counter only, signed-in users also their "
+        "own records, administrators any user's (owner_id). A user's activity page is for "
+        "that user and administrators."
     ]
 
 

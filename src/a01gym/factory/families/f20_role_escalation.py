@@ -258,7 +258,7 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
 
 def _policy(spec: Any) -> list[str]:
     return [
-        f"Roles (PUT /team/members/{{user_id}}/role): administrators set any role; a manager "
+        f"Team roles: administrators set any role; a manager "
         f"sets the role of users in their own {spec.domain.tenant_noun} to user or manager."
     ]
 
