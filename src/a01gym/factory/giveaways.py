@@ -1,0 +1,169 @@
+"""Giveaway probes: shortcut finders that point at the bug without reading the policy.
+
+A trained policy learns whatever finds the bug cheapest. If the code gives it away (the file
+that differs from every other scenario's, a security helper nobody calls), the policy learns
+that instead of access control. Each probe here sees only what an agent sees across many
+episodes, the workspaces (never the policy, the task text or anything hidden), and names one
+file per scenario; a *hit* is a file the reference fix changes. Its hit rate is compared with
+chance, the hit rate of a file drawn at random from the app's Python files.
+
+* ``nearest_diff``: the file that differs most from the most similar *other* scenario, with
+  names, strings and numbers abstracted away (what an agent that remembers one episode's app
+  can diff against);
+* ``unused_helper``: the file defining the first function or setting no other line uses (a
+  check the bug stopped calling);
+* ``largest_file``: the longest Python file (a baseline any agent can run).
+
+:func:`report` gives the rates per family; ``tools/giveaway_probe.py`` prints them for a
+population of compiled drafts (no sandbox needed: the code is fixed at compile time).
+"""
+
+from __future__ import annotations
+
+import collections
+import difflib
+import io
+import keyword
+import re
+import tokenize
+from collections.abc import Callable, Sequence
+
+from pydantic import BaseModel
+
+from a01gym.scenario.bundle import Bundle
+
+__all__ = ["PROBES", "FamilyRates", "ProbeRate", "normalise", "report"]
+
+
+def normalise(source: str) -> str:
+    """``source`` with every name, string and number replaced by a placeholder, and comments
+    dropped: two apps rendered from one template in different domains read the same."""
+    out: list[str] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.NAME and not keyword.iskeyword(token.string):
+                out.append("N")
+            elif token.type == tokenize.STRING:
+                out.append("S")
+            elif token.type == tokenize.NUMBER:
+                out.append("0")
+            elif token.type in (tokenize.NEWLINE, tokenize.NL):
+                out.append("\n")
+            elif token.type in (tokenize.COMMENT, tokenize.ENCODING):
+                continue
+            else:
+                out.append(token.string)
+    except (tokenize.TokenError, IndentationError):
+        return source
+    return " ".join(out)
+
+
+def _python(bundle: Bundle) -> dict[str, str]:
+    return {
+        path: content.decode(errors="replace")
+        for path, content in bundle.workspace.items()
+        if path.endswith(".py")
+    }
+
+
+def _nearest_diff(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> str | None:
+    mine = population[own]
+    best, best_same = None, -1
+    for index, other in enumerate(population):
+        if index == own:
+            continue
+        same = sum(other.get(path) == text for path, text in mine.items())
+        if same > best_same:
+            best, best_same = other, same
+    if best is None:
+        return None
+    changed = {
+        path: 1.0 - difflib.SequenceMatcher(None, text, best.get(path, "")).quick_ratio()
+        for path, text in mine.items()
+        if best.get(path) != text
+    }
+    return max(changed, key=lambda p: changed[p]) if changed else None
+
+
+_DEFINED = re.compile(r"^(?:def|async def)\s+(\w+)|^([A-Z][A-Z0-9_]+)\s*=", re.MULTILINE)
+
+
+def _unused_helper(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> str | None:
+    files = population[own]
+    everything = "\n".join(files.values())
+    for path, text in sorted(files.items()):
+        for match in _DEFINED.finditer(text):
+            name = match.group(1) or match.group(2)
+            if name.startswith("__"):
+                continue
+            if len(re.findall(rf"\b{re.escape(name)}\b", everything)) == 1:
+                # defined and never used: decorated routes are used by the framework
+                before = text[: match.start()].rstrip().rsplit("\n", 1)[-1]
+                if not before.startswith("@"):
+                    return path
+    return None
+
+
+def _largest_file(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> str | None:
+    files = population[own]
+    return max(files, key=lambda p: len(files[p])) if files else None
+
+
+Probe = Callable[[Bundle, Sequence[dict[str, str]], int], "str | None"]
+
+PROBES: dict[str, Probe] = {
+    "nearest_diff": _nearest_diff,
+    "unused_helper": _unused_helper,
+    "largest_file": _largest_file,
+}
+"""Probe name -> the file it points at in one scenario of a population (None: no guess)."""
+
+
+class ProbeRate(BaseModel):
+    hits: int
+    scenarios: int
+    rate: float
+    chance: float
+    ratio: float = 0.0  # rate / chance
+
+
+class FamilyRates(BaseModel):
+    family: str
+    scenarios: int
+    probes: dict[str, ProbeRate]
+
+
+def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
+    """Each probe's hit rate per family against chance (plus an ``ALL`` row)."""
+    raw = [_python(b) for b in bundles]
+    population = [{p: normalise(t) for p, t in files.items()} for files in raw]
+    by_family: dict[str, list[int]] = collections.defaultdict(list)
+    for index, bundle in enumerate(bundles):
+        by_family[bundle.hidden.labels["family"]].append(index)
+    by_family["ALL"] = list(range(len(bundles)))
+    guesses = {
+        name: [
+            probe(b, population if name == "nearest_diff" else raw, i)
+            for i, b in enumerate(bundles)
+        ]
+        for name, probe in PROBES.items()
+    }
+    fixed = [set(b.hidden.reference_fix.files) for b in bundles]
+    chance = [len(f & set(r)) / len(r) if r else 0.0 for f, r in zip(fixed, raw, strict=True)]
+    rows = []
+    for family in sorted(by_family):
+        members = by_family[family]
+        expected = sum(chance[i] for i in members) / len(members)
+        probes = {}
+        for name, guessed in guesses.items():
+            hits = sum(guessed[i] in fixed[i] for i in members)
+            rate = hits / len(members)
+            probes[name] = ProbeRate(
+                hits=hits,
+                scenarios=len(members),
+                rate=round(rate, 3),
+                chance=round(expected, 3),
+                ratio=round(rate / expected, 2) if expected else 0.0,
+            )
+        rows.append(FamilyRates(family=family, scenarios=len(members), probes=probes))
+    return rows

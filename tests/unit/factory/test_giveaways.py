@@ -1,0 +1,46 @@
+"""The giveaway probes see only workspaces and point at files; their rates are against chance."""
+
+from __future__ import annotations
+
+from a01gym.factory import author, compiler, config, giveaways
+from a01gym.scenario.bundle import Bundle
+
+
+def _drafts(count: int) -> list[Bundle]:
+    cfg = config.FactoryConfig(count=count, seed=28, families=["F01", "F18"])
+    return [compiler.compile_bundle(author.TemplateAuthor().draft(r)) for r in author.plan(cfg)]
+
+
+def test_normalising_abstracts_names_strings_and_numbers() -> None:
+    one = 'def read_note(note_id: int) -> str:\n    return "x" * 3  # why\n'
+    two = 'def get_task(task_id: int) -> str:\n    return "yy" * 12\n'
+    assert giveaways.normalise(one) == giveaways.normalise(two)
+    assert giveaways.normalise(one) != giveaways.normalise(one.replace("*", "+"))
+
+
+def test_an_unused_helper_points_at_its_file() -> None:
+    files = {
+        "app/routes.py": "from app import auth\n\n\n@router.get('/x')\ndef x():\n"
+        "    return auth.who()\n",
+        "app/auth.py": "def who():\n    return 1\n",
+        "app/tokens.py": "def _signature_ok(token):\n    return True\n",
+    }
+    probe = giveaways.PROBES["unused_helper"]
+    assert probe(_drafts(1)[0], [files], 0) == "app/tokens.py"
+    files["app/auth.py"] += "\n\nTRUSTED_HOSTS = ()\n"
+    assert probe(_drafts(1)[0], [files], 0) == "app/auth.py"
+
+
+def test_report_rates_each_probe_per_family_against_chance() -> None:
+    bundles = _drafts(8)
+    rows = {row.family: row for row in giveaways.report(bundles)}
+    assert set(rows) == {"ALL", "F01", "F18"}
+    assert rows["ALL"].scenarios == 8 == rows["F01"].scenarios + rows["F18"].scenarios
+    for row in rows.values():
+        assert set(row.probes) == set(giveaways.PROBES)
+        for rate in row.probes.values():
+            assert 0.0 <= rate.rate <= 1.0 and 0.0 < rate.chance < 0.5
+            assert rate.hits == round(rate.rate * rate.scenarios)
+    # every F18 app adds its own form router, which the reference fix changes: remembering
+    # another family's app and diffing finds it
+    assert rows["F18"].probes["nearest_diff"].ratio > 2

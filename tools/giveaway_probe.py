@@ -1,0 +1,37 @@
+"""Run the giveaway probes (:mod:`a01gym.factory.giveaways`) over compiled template drafts.
+
+    .venv/bin/python tools/giveaway_probe.py --count 300 --json-out giveaways.json
+
+Drafts are compiled, never gated: the code an agent reads is fixed at compile time. Prints one
+line per family: each probe's hit rate, chance, and their ratio (the issue's target: within 2×).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from a01gym.factory import author, compiler, config, giveaways
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=28)
+    parser.add_argument("--json-out", type=Path)
+    args = parser.parse_args()
+    cfg = config.FactoryConfig(count=args.count, seed=args.seed)
+    bundles = [compiler.compile_bundle(author.TemplateAuthor().draft(r)) for r in author.plan(cfg)]
+    rows = giveaways.report(bundles)
+    for row in rows:
+        cells = "  ".join(
+            f"{name} {p.rate:.2f}/{p.chance:.2f}={p.ratio:.1f}x" for name, p in row.probes.items()
+        )
+        print(f"{row.family:4} n={row.scenarios:3}  {cells}")
+    if args.json_out:
+        args.json_out.write_text(json.dumps([r.model_dump() for r in rows], indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
