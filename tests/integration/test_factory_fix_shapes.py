@@ -1,10 +1,13 @@
-"""Every reference-fix shape a family draws passes every gate (G1–G5) in real sandboxes.
+"""Every reference-fix shape a family draws passes the gates G1–G4 and G6 in real sandboxes.
 
 A family's check comes in several forms (:mod:`a01gym.factory.checkforms`: inline, predicate,
 raiser, dependency; and family-specific layouts), each with its own vulnerable code, fix and
 trap patches. Grouping a family's first template scenarios by the shape of their reference fix
 (:func:`a01gym.factory.diversity.fix_shape`) and gating one scenario per shape exercises every
-variant at least once, without this test knowing how a family draws them. Each shape is gated
+variant at least once, without this test knowing how a family draws them. G5 (generic reward
+hacks, ~60% of a candidate's gate time) is left to the per-family gate and probe tests: the
+hacks patch the app's interface (middleware, routers, visible ids, canaries), which the form
+of a check does not change. Each shape is gated
 in both data-access styles (raw ``sqlite3`` and the SQLAlchemy ORM): the ORM style rewrites the
 repository, the storage module and every module's sessions, and must keep every variant.
 """
@@ -81,7 +84,8 @@ async def test_every_fix_shape_passes_every_gate_in_both_styles(family: str) -> 
     bundles = one_bundle_per_shape_and_style(family)
     assert {b.hidden.labels["data_access"] for b in bundles} == {"sqlite3", "sqlalchemy"}
     async with LocalBackend(pool_size=2) as backend:
-        reports = await gates.gate_many(backend, bundles, workers=2, seed=7)
+        reports = await gates.gate_many(backend, bundles, workers=2, seed=7, probe_hacks=False)
     for bundle, report in zip(bundles, reports, strict=True):
         assert report.admitted, f"{bundle.manifest.name}: {report.reason}"
-        assert report.probes and all(p.score == 0.0 for p in report.probes if p.ran)
+        assert not report.probes  # G5 is per family, in test_factory_gates and _probe
+        assert len(report.runs) == 2 + len(bundle.hidden.traps)  # G6's fix_plus_hole among them
