@@ -87,10 +87,13 @@ async def test_family_scenario_passes_every_gate(family: str, data_access: str) 
     "family", [f for f in sorted(families.FAMILIES) if len(families.FAMILIES[f].sites) > 1]
 )
 async def test_multi_site_family_scenario_passes_every_gate(family: str, data_access: str) -> None:
+    # G1-G4 and G6 with fix-one-sibling among the traps; G5 (~60% of a candidate's gate time)
+    # is probed per family and style by the single-site test above: the hacks patch the app's
+    # interface, which the number of bug sites does not change.
     bundle = _multi_site_bundle(family, data_access)  # type: ignore[arg-type]
     assert "fix_one_sibling" in bundle.hidden.traps
     assert bundle.hidden.labels["data_access"] == data_access
-    await _passes_every_gate(bundle)
+    await _passes_every_gate(bundle, probe_hacks=False)
 
 
 @pytest.mark.parametrize("fix", orm_relationship.FIXES)
@@ -115,9 +118,11 @@ async def test_secure_export_read_through_the_relationship_passes_every_gate() -
     await _passes_every_gate(bundle)
 
 
-async def _passes_every_gate(bundle: Bundle) -> gates.GateReport:
+async def _passes_every_gate(bundle: Bundle, *, probe_hacks: bool = True) -> gates.GateReport:
     async with LocalBackend(pool_size=2) as backend:
-        report = await gates.gate_bundle(backend, bundle, seed=3, semaphore=asyncio.Semaphore(2))
+        report = await gates.gate_bundle(
+            backend, bundle, seed=3, semaphore=asyncio.Semaphore(2), probe_hacks=probe_hacks
+        )
     assert report.admitted, report.reason
     runs = {run.name: run for run in report.runs}
     vulnerable = runs["vulnerable"]
@@ -137,7 +142,10 @@ async def _passes_every_gate(bundle: Bundle) -> gates.GateReport:
     assert len({run.seed for run in report.runs}) == len(report.runs)
     assert bundle.manifest.visible_seed not in {run.seed for run in report.runs}
     assert all(len(run.world_verdicts) == determinism.WORLDS for run in report.runs)  # G4 ran
-    assert report.probes and not any(p.pays for p in report.probes)  # G5 ran, no hack paid
+    if probe_hacks:
+        assert report.probes and not any(p.pays for p in report.probes)  # G5 ran, none paid
+    else:
+        assert not report.probes
     return report
 
 
