@@ -273,8 +273,9 @@ async def _http_request(
         return ToolOutcome.fail(
             models.ErrorCode.UNKNOWN_ACTOR, f"unknown actor {action.actor!r}; one of: {known}"
         )
+    as_browser = action.auth == "cookie" and action.actor != "anonymous"
     actor, headers = action.actor, action.headers
-    if action.auth == "cookie" and actor != "anonymous":
+    if as_browser:
         actor, headers = "anonymous", _as_browser(ctx.bundle, action.actor, headers)
     response = await client.request(
         protocol.ProxyRequest(
@@ -290,7 +291,7 @@ async def _http_request(
     )
     body = response.body
     shown = body[:MAX_OUTPUT_BODY]
-    via = " (session cookie)" if action.auth == "cookie" and action.actor != "anonymous" else ""
+    via = " (session cookie)" if as_browser else ""
     cut = len(body) > MAX_OUTPUT_BODY or response.truncated
     headers = "\n".join(f"{k}: {v}" for k, v in sorted(response.headers.items()))
     text = (
