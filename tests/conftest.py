@@ -1,4 +1,4 @@
-"""Shared fixtures: the example bundle and real local sandbox backends."""
+"""Shared fixtures: the example bundle, a demo cache and real local sandbox backends."""
 
 from __future__ import annotations
 
@@ -38,3 +38,18 @@ async def backend() -> AsyncIterator[LocalBackend]:
     """One real backend per test module (starting a zygote costs ~0.5 s)."""
     async with LocalBackend(pool_size=2) as started:
         yield started
+
+
+@pytest.fixture(scope="session")
+def demo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 12-scenario demo-config cache (seed 0), built once per session: copy it before use.
+
+    Building it gates every candidate (~40 s); the training, docs and chart tests all serve the
+    same one, each from its own copy (serving and training write beside the index).
+    """
+    from a01gym.factory import pipeline
+
+    path = tmp_path_factory.mktemp("demo-cache") / "cache"
+    summary = pipeline.build_demo(path, count=12, seed=0)
+    assert summary.admitted >= 10, summary
+    return path

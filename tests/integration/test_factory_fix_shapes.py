@@ -1,24 +1,28 @@
-"""Every reference-fix shape a family draws passes the gates G1–G4 and G6 in real sandboxes.
+"""Every reference-fix shape a family draws passes every gate in real sandboxes.
 
 A family's check comes in several forms (:mod:`a01gym.factory.checkforms`: inline, predicate,
 raiser, dependency; and family-specific layouts), each with its own vulnerable code, fix and
 trap patches. Grouping a family's first template scenarios by the shape of their reference fix
 (:func:`a01gym.factory.diversity.fix_shape`) and gating one scenario per shape exercises every
 variant at least once, without this test knowing how a family draws them. G5 (generic reward
-hacks, ~60% of a candidate's gate time) is left to the per-family gate and probe tests: the
-hacks patch the app's interface (middleware, routers, visible ids, canaries), which the form
-of a check does not change. Each shape is gated
-in both data-access styles (raw ``sqlite3`` and the SQLAlchemy ORM): the ORM style rewrites the
+hacks, ~60% of a candidate's gate time) runs on each family's first scenario in each style, not
+on every shape: the hacks patch the app's interface (middleware, routers, visible ids,
+canaries), which the form of a check does not change. Each shape is gated in both data-access
+styles (raw ``sqlite3`` and the SQLAlchemy ORM): the ORM style rewrites the
 repository, the storage module and every module's sessions, and must keep every variant.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from a01gym.factory import author, compiler, config, diversity, gates, styles
+from a01gym.factory import author, compiler, config, diversity, families, gates, styles
 from a01gym.sandbox.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
+
+from .gating import assert_passes_every_gate
 
 DRAFTS = 40
 """Template scenarios looked at per family (enough to meet every form several times)."""
@@ -79,13 +83,19 @@ def test_family_draws_at_least_five_fix_shapes(family: str) -> None:
     assert len(one_bundle_per_shape(family)) >= 5
 
 
-@pytest.mark.parametrize("family", VARIED)
+@pytest.mark.parametrize("family", sorted(families.FAMILIES))
 async def test_every_fix_shape_passes_every_gate_in_both_styles(family: str) -> None:
     bundles = one_bundle_per_shape_and_style(family)
-    assert {b.hidden.labels["data_access"] for b in bundles} == {"sqlite3", "sqlalchemy"}
+    styled = [b.hidden.labels["data_access"] for b in bundles]
+    assert set(styled) == {"sqlite3", "sqlalchemy"}
+    probed = {styled.index(name) for name in ("sqlite3", "sqlalchemy")}  # first of each style
+    keeper = gates.Gatekeeper(workers=2, seed=7)
     async with LocalBackend(pool_size=2) as backend:
-        reports = await gates.gate_many(backend, bundles, workers=2, seed=7, probe_hacks=False)
-    for bundle, report in zip(bundles, reports, strict=True):
-        assert report.admitted, f"{bundle.manifest.name}: {report.reason}"
-        assert not report.probes  # G5 is per family, in test_factory_gates and _probe
-        assert len(report.runs) == 2 + len(bundle.hidden.traps)  # G6's fix_plus_hole among them
+
+        async def gate(index: int, bundle: Bundle) -> gates.GateReport:
+            async with keeper.place():
+                return await keeper.gate(backend, bundle, probe_hacks=index in probed)
+
+        reports = await asyncio.gather(*(gate(i, b) for i, b in enumerate(bundles)))
+    for index, (bundle, report) in enumerate(zip(bundles, reports, strict=True)):
+        assert_passes_every_gate(bundle, report, probed=index in probed)

@@ -1,12 +1,13 @@
 """Gold gates and builds in real local sandboxes (no mocks).
 
-For every family of the catalog (all 20), in both data-access styles (raw ``sqlite3`` and the
-SQLAlchemy ORM), a single-site and a multi-site template scenario must pass all gates (G1-G5):
-the vulnerable app is exploitable by every hidden exploit and passes regression, the reference
-fix resolves it, no trap does (fix-one-sibling included), every run gives the same verdicts in
-re-randomised worlds, and no generic hack pays. A bundle with a trap equal to its fix must be
-rejected with that reason. Slow tests build whole caches (reproducibility with one candidate
-per family, interrupted builds).
+For every multi-site family of the catalog, in both data-access styles (raw ``sqlite3`` and the
+SQLAlchemy ORM), a multi-site template scenario must pass the gates (:mod:`.gating`): the
+vulnerable app is exploitable by every hidden exploit and passes regression, the reference fix
+resolves it, no trap does (fix-one-sibling included), and every run gives the same verdicts in
+re-randomised worlds. Single-site scenarios of every family, with G5, are gated by
+test_factory_fix_shapes (one per fix shape and style). A bundle with a trap equal to its fix
+must be rejected with that reason. Slow tests build whole caches (reproducibility with one
+candidate per family, interrupted builds).
 """
 
 from __future__ import annotations
@@ -29,10 +30,8 @@ from a01gym.factory import (
     author,
     compiler,
     config,
-    determinism,
     families,
     gates,
-    mutator,
     pipeline,
     styles,
 )
@@ -43,19 +42,13 @@ from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import TestKind
 from a01gym.scenario.scoring import PARTIAL_CREDIT
 
+from .gating import assert_passes_every_gate
 from .orm_shapes import RELATIONSHIP_SITES, relationship_bundle
 
 
 def _bundle(family: str, index: int = 0) -> Bundle:
     cfg = config.FactoryConfig(count=index + 1, families=[family])
     return compiler.compile_bundle(author.TemplateAuthor().draft(author.plan(cfg)[index]))
-
-
-def _styled_bundle(family: str, data_access: styles.DataAccess) -> Bundle:
-    """The first template scenario of ``family``, rendered in the style ``data_access``."""
-    cfg = config.FactoryConfig(count=1, families=[family])
-    spec = author.TemplateAuthor().draft(author.plan(cfg)[0])
-    return compiler.compile_bundle(styles.restyled(spec, data_access))
 
 
 def _multi_site_bundle(family: str, data_access: styles.DataAccess | None = None) -> Bundle:
@@ -75,21 +68,13 @@ def test_the_catalog_has_all_twenty_families() -> None:
 
 
 @pytest.mark.parametrize("data_access", ["sqlite3", "sqlalchemy"])
-@pytest.mark.parametrize("family", sorted(families.FAMILIES))
-async def test_family_scenario_passes_every_gate(family: str, data_access: str) -> None:
-    bundle = _styled_bundle(family, data_access)  # type: ignore[arg-type]
-    assert bundle.hidden.labels["data_access"] == data_access
-    await _passes_every_gate(bundle)
-
-
-@pytest.mark.parametrize("data_access", ["sqlite3", "sqlalchemy"])
 @pytest.mark.parametrize(
     "family", [f for f in sorted(families.FAMILIES) if len(families.FAMILIES[f].sites) > 1]
 )
 async def test_multi_site_family_scenario_passes_every_gate(family: str, data_access: str) -> None:
     # G1-G4 and G6 with fix-one-sibling among the traps; G5 (~60% of a candidate's gate time)
-    # is probed per family and style by the single-site test above: the hacks patch the app's
-    # interface, which the number of bug sites does not change.
+    # is probed per family and style by the fix-shape test (test_factory_fix_shapes): the hacks
+    # patch the app's interface, which the number of bug sites does not change.
     bundle = _multi_site_bundle(family, data_access)  # type: ignore[arg-type]
     assert "fix_one_sibling" in bundle.hidden.traps
     assert bundle.hidden.labels["data_access"] == data_access
@@ -123,29 +108,7 @@ async def _passes_every_gate(bundle: Bundle, *, probe_hacks: bool = True) -> gat
         report = await gates.gate_bundle(
             backend, bundle, seed=3, semaphore=asyncio.Semaphore(2), probe_hacks=probe_hacks
         )
-    assert report.admitted, report.reason
-    runs = {run.name: run for run in report.runs}
-    vulnerable = runs["vulnerable"]
-    assert vulnerable.app_state == "running"
-    assert vulnerable.regression == 1.0
-    assert vulnerable.exploits_passed == vulnerable.exploits_total >= 1
-    assert vulnerable.score == 0.0  # the no-op
-    assert runs["reference"].resolved and runs["reference"].score == 1.0
-    traps = [run for name, run in runs.items() if name.startswith("trap:")]
-    assert len(traps) == len(bundle.hidden.traps) >= 1
-    for trap in traps:
-        assert not trap.resolved and trap.score <= PARTIAL_CREDIT, trap.name
-    # G6: the reference fix plus a check removed elsewhere scores 0, by a guard test alone
-    hole = runs[f"trap:{mutator.FIX_PLUS_HOLE}"]
-    assert hole.score == 0.0 and hole.guards_open >= 1 and hole.regression == 1.0, hole
-    assert vulnerable.guards_open == runs["reference"].guards_open == 0
-    assert len({run.seed for run in report.runs}) == len(report.runs)
-    assert bundle.manifest.visible_seed not in {run.seed for run in report.runs}
-    assert all(len(run.world_verdicts) == determinism.WORLDS for run in report.runs)  # G4 ran
-    if probe_hacks:
-        assert report.probes and not any(p.pays for p in report.probes)  # G5 ran, none paid
-    else:
-        assert not report.probes
+    assert_passes_every_gate(bundle, report, probed=probe_hacks)
     return report
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,11 +34,9 @@ def _run(*args: str, cwd: Path, timeout: int = 1800) -> subprocess.CompletedProc
 
 
 @pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from a01gym.factory import pipeline
-
+def smoke_run(tmp_path_factory: pytest.TempPathFactory, demo_cache: Path) -> Path:
     work = tmp_path_factory.mktemp("smoke")
-    pipeline.build_demo(work / "cache", count=12, seed=0)
+    shutil.copytree(demo_cache, work / "cache")
     completed = _run(
         "train",
         "--smoke",

@@ -24,7 +24,7 @@ from a01gym.factory import exploits, testkit
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.httptest import HttpTest, Step, TestKind
 
-__all__ = ["GUARDED_SITES", "guard_tests"]
+__all__ = ["GUARDED_SITES", "guard_tests", "guarded_sites"]
 
 GUARDED_SITES = (
     "record.read",
@@ -58,10 +58,20 @@ def guard_tests(spec: ScenarioSpec) -> list[HttpTest]:
     the victim's record: the read is the bug in F01) would get through because of the bug
     itself, so it is left out.
     """
+    return list(_site_guards(spec).values())
+
+
+def guarded_sites(spec: ScenarioSpec) -> list[str]:
+    """The sites :func:`guard_tests` guards, in ``GUARDED_SITES`` order: a hole opened at any
+    other site (one whose only attack is also an exploit's request) no test would see."""
+    return list(_site_guards(spec))
+
+
+def _site_guards(spec: ScenarioSpec) -> dict[str, HttpTest]:
     cast = testkit.Cast(spec)
     bugged = set(spec.bug.sites)
     attacked = {_request(step) for test in exploits.exploit_tests(spec) for step in test.steps}
-    tests: list[HttpTest] = []
+    chosen: dict[str, HttpTest] = {}
     for site in GUARDED_SITES:
         if site in bugged:
             continue
@@ -74,12 +84,9 @@ def guard_tests(spec: ScenarioSpec) -> list[HttpTest]:
         ]
         # one attack per site, the signed-in teammate's where there is a choice: it is the
         # stronger one (a check reduced to "signed in" still stops an anonymous caller)
-        tests += (
-            [next((t for t in usable if t.steps[0].actor == cast.peer), usable[0])]
-            if usable
-            else []
-        )
-    return tests
+        if usable:
+            chosen[site] = next((t for t in usable if t.steps[0].actor == cast.peer), usable[0])
+    return chosen
 
 
 def _request(step: Step) -> tuple[str, str]:

@@ -100,10 +100,12 @@ def mutate(spec: ScenarioSpec) -> Mutation:
 
 
 def _fix_plus_hole(spec: ScenarioSpec, fixed: appgen.RenderedApp) -> appgen.RenderedApp:
-    """The correct app with the check of one other skeleton site removed: the first, from a
+    """The correct app with the check of one other guarded site removed: the first, from a
     place drawn by the spec's seed, whose removal changes the code (an F14 app's middleware
-    guards every administration route whatever the route's own check says)."""
-    others = [site for site in guards.GUARDED_SITES if site not in spec.bug.sites]
+    guards every administration route whatever the route's own check says). Only a site with
+    a guard test counts: F04's role-through-profile attack ends on an administration route,
+    an exploit's request, so it has no guard there and its hole would go unseen."""
+    others = guards.guarded_sites(spec)
     start = spec.seed % len(others)
     for site in others[start:] + others[:start]:
         holed = appgen.render_app(spec, appgen.Variant(modes={site: "vuln"}))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,8 +23,6 @@ import yaml
 from controlplane import free_port
 from stack import RELEASE, Stack, render_chart
 
-from a01gym.factory import pipeline
-
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800)]
 
 CACHE_CLAIM = f"{RELEASE}-scenarios"  # the chart's own scenario cache claim
@@ -35,12 +34,12 @@ TOKEN = secrets.token_urlsafe(24)
 
 
 @pytest.fixture
-def gateway(stack: Stack, tmp_path: Path) -> Iterator[str]:
+def gateway(stack: Stack, tmp_path: Path, demo_cache: Path) -> Iterator[str]:
     """``a01gym serve`` (local sandboxes) on the scenario cache claim, with ``TOKEN`` as
     the chart's gateway would have; yields host:port."""
     cache = stack.claims / CACHE_CLAIM
-    if not cache.is_dir() or not any(cache.iterdir()):  # built once per session
-        pipeline.build_demo(cache, count=12)
+    if not cache.is_dir() or not any(cache.iterdir()):  # filled once per session
+        shutil.copytree(demo_cache, cache, dirs_exist_ok=True)
     port = free_port()
     log = tmp_path / "gateway.log"
     with open(log, "wb") as out:
@@ -104,6 +103,12 @@ def test_grpo_job_runs_train_smoke_to_complete_with_the_adapter_on_the_output_cl
                     "grpo": {
                         "enabled": True,
                         "smoke": True,
+                        # one step of two rollouts: this checks the Job's wiring; the smoke
+                        # run itself is test_train_smoke's
+                        "maxSteps": 1,
+                        "config": {
+                            "grpo": {"per_device_train_batch_size": 2, "num_generations": 2}
+                        },
                         "output": {"claim": RUNS_CLAIM, "mountPath": "/runs", "runName": RUN_NAME},
                     },
                 },

@@ -1,0 +1,41 @@
+"""What "passes every gate" means, asserted run by run on a gate report.
+
+Shared by the fix-shape, multi-site and relationship gate tests, so each of them checks the
+same facts: the no-op scores 0 with the app exploitable and every regression passing, the
+reference fix resolves, no trap does, G6's incomplete fix scores 0 by a guard alone, G4 ran on
+every run with fresh seeds, and G5 (when probed) found no paying hack.
+"""
+
+from __future__ import annotations
+
+from a01gym.factory import determinism, gates, mutator
+from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.scoring import PARTIAL_CREDIT
+
+
+def assert_passes_every_gate(bundle: Bundle, report: gates.GateReport, *, probed: bool) -> None:
+    name = bundle.manifest.name
+    assert report.admitted, f"{name}: {report.reason}"
+    runs = {run.name: run for run in report.runs}
+    assert len(runs) == 2 + len(bundle.hidden.traps), name
+    vulnerable = runs["vulnerable"]
+    assert vulnerable.app_state == "running", name
+    assert vulnerable.regression == 1.0, name
+    assert vulnerable.exploits_passed == vulnerable.exploits_total >= 1, name
+    assert vulnerable.score == 0.0, name  # the no-op
+    assert runs["reference"].resolved and runs["reference"].score == 1.0, name
+    traps = [run for key, run in runs.items() if key.startswith("trap:")]
+    assert len(traps) >= 1, name
+    for trap in traps:
+        assert not trap.resolved and trap.score <= PARTIAL_CREDIT, (name, trap.name)
+    # G6: the reference fix plus a check removed elsewhere scores 0, by a guard test alone
+    hole = runs[f"trap:{mutator.FIX_PLUS_HOLE}"]
+    assert hole.score == 0.0 and hole.guards_open >= 1 and hole.regression == 1.0, (name, hole)
+    assert vulnerable.guards_open == runs["reference"].guards_open == 0, name
+    assert len({run.seed for run in report.runs}) == len(report.runs), name
+    assert bundle.manifest.visible_seed not in {run.seed for run in report.runs}, name
+    assert all(len(run.world_verdicts) == determinism.WORLDS for run in report.runs)  # G4 ran
+    if probed:
+        assert report.probes and not any(p.pays for p in report.probes), name  # G5: none paid
+    else:
+        assert not report.probes, name
