@@ -26,7 +26,7 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from a01gym import capacity
+from a01gym import __version__, capacity
 from a01gym.errors import ConfigError
 from a01gym.expert_settings import ExpertSettings
 from a01gym.pool_settings import PoolGrowthSettings
@@ -34,6 +34,7 @@ from a01gym.pool_settings import PoolGrowthSettings
 __all__ = [
     "CONFIG_ENV",
     "OTHER_VARIABLES",
+    "DockerBackendSettings",
     "GatewaySettings",
     "GradingSettings",
     "KubernetesBackendSettings",
@@ -200,10 +201,11 @@ class GatewaySettings(BaseModel):
         ge=0,
         description="Sessions idle this long are closed and their sandboxes released; 0 never.",
     )
-    backend: Literal["local", "kubernetes"] = Field(
+    backend: Literal["local", "docker", "kubernetes"] = Field(
         "local",
-        description="Where sandboxes run: local processes, or pods of the a01gym operator "
-        "(configured by A01GYM_KUBERNETES__* variables).",
+        description="Where sandboxes run: local processes, hardened containers on a Docker "
+        "engine (A01GYM_DOCKER__* variables), or pods of the a01gym operator "
+        "(A01GYM_KUBERNETES__* variables).",
     )
     cache: Path | None = Field(
         None,
@@ -305,6 +307,37 @@ class KubernetesBackendSettings(BaseModel):
     name_prefix: str = Field("ep-", description="generateName prefix of created Episodes.")
 
 
+class DockerBackendSettings(BaseModel):
+    """How the gateway's Docker backend runs one hardened container per sandbox."""
+
+    model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
+
+    socket: Path = Field(
+        Path("/var/run/docker.sock"), description="The Docker engine's API socket."
+    )
+    image: str = Field(
+        f"a01gym/sandbox:{__version__}",
+        description="The sandbox image (sandbox-image/Dockerfile; `make images` builds it).",
+    )
+    network: str = Field(
+        "a01gym-sandboxes",
+        description="The internal bridge network the containers join (created if missing): "
+        "no route out, no traffic between containers, no new connections to the host.",
+    )
+    bridge: str = Field(
+        "a01gym-sb0", max_length=15, description="Host interface name of that network's bridge."
+    )
+    pool_size: int = Field(
+        2, ge=0, le=256, description="Warm containers kept started and idle for acquire()."
+    )
+    start_timeout_s: float = Field(
+        60.0, gt=0, description="How long a container may take to answer its health check."
+    )
+    memory_mb: int = Field(1024, ge=64, description="Memory limit of a container (no swap).")
+    cpus: float = Field(1.0, gt=0, description="CPU limit of a container.")
+    pids: int = Field(256, ge=16, description="Most processes a container may hold.")
+
+
 class OperatorSettings(BaseModel):
     """How the operator watches, builds sandbox pods and cleans up."""
 
@@ -372,6 +405,7 @@ class Settings(BaseSettings):
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
     gateway: GatewaySettings = Field(default_factory=GatewaySettings)
     grading: GradingSettings = Field(default_factory=GradingSettings)
+    docker: DockerBackendSettings = Field(default_factory=DockerBackendSettings)
     kubernetes: KubernetesBackendSettings = Field(default_factory=KubernetesBackendSettings)
     operator: OperatorSettings = Field(default_factory=OperatorSettings)
     expert: ExpertSettings = Field(default_factory=ExpertSettings)

@@ -110,7 +110,7 @@ def serve(
     backend: Annotated[
         str | None,
         typer.Option(
-            help="Sandbox backend: local or kubernetes.", show_default=_default("backend")
+            help="Sandbox backend: local, docker or kubernetes.", show_default=_default("backend")
         ),
     ] = None,
     token: Annotated[

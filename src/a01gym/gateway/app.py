@@ -95,6 +95,10 @@ def _backend(settings: Settings) -> SandboxBackend:
         from a01gym.sandbox.local import LocalBackend
 
         return LocalBackend(settings.sandbox)
+    if settings.gateway.backend == "docker":
+        from a01gym.sandbox.docker import DockerBackend
+
+        return DockerBackend(settings.docker)
     if settings.gateway.backend == "kubernetes":
         from a01gym.sandbox.kubernetes import KubernetesBackend
 

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from a01gym.operator import labels
-from a01gym.sandbox.kubernetes import GROUP, TOKEN_KEY, VERSION
+from a01gym.sandbox import container as supervisor
+from a01gym.sandbox.kubernetes import GROUP, VERSION
 
 __all__ = [
     "SandboxPodSpec",
@@ -26,21 +27,18 @@ __all__ = [
     "build_token_secret",
 ]
 
-TOKEN_DIR = "/var/run/a01gym"
-WORKSPACE_DIR = "/sandbox"
-
 
 @dataclasses.dataclass(frozen=True)
 class SandboxPodSpec:
     """What varies between sandbox pods (the rest is fixed hardening)."""
 
     image: str
-    port: int = 8080
-    uid: int = 10001
+    port: int = supervisor.PORT
+    uid: int = supervisor.UID
     resources: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     runtime_class_name: str | None = None
     image_pull_policy: str = "IfNotPresent"
-    workspace_size_limit: str = "256Mi"
+    workspace_size_limit: str = supervisor.WORKSPACE_SIZE
     overrides: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
@@ -89,15 +87,8 @@ def build_sandbox_pod(
         "name": "supervisor",
         "image": spec.image,
         "imagePullPolicy": overrides.get("imagePullPolicy", spec.image_pull_policy),
-        "command": ["python", "-m", "a01gym.sandbox.control"],
-        "args": [
-            "--dir",
-            f"{WORKSPACE_DIR}/root",
-            "--port",
-            str(spec.port),
-            "--token-file",
-            f"{TOKEN_DIR}/{TOKEN_KEY}",
-        ],
+        "command": list(supervisor.COMMAND),
+        "args": supervisor.args(spec.port),
         "ports": [{"name": "control", "containerPort": spec.port, "protocol": "TCP"}],
         "readinessProbe": {
             "httpGet": {"path": "/healthz", "port": "control"},
@@ -117,9 +108,9 @@ def build_sandbox_pod(
             "seccompProfile": {"type": "RuntimeDefault"},
         },
         "volumeMounts": [
-            {"name": "workspace", "mountPath": WORKSPACE_DIR},
-            {"name": "tmp", "mountPath": "/tmp"},
-            {"name": "token", "mountPath": TOKEN_DIR, "readOnly": True},
+            {"name": "workspace", "mountPath": supervisor.WORKSPACE_DIR},
+            {"name": "tmp", "mountPath": supervisor.TMP_DIR},
+            {"name": "token", "mountPath": supervisor.TOKEN_DIR, "readOnly": True},
         ],
     }
     pod_spec: dict[str, Any] = {
@@ -141,13 +132,13 @@ def build_sandbox_pod(
         "containers": [container],
         "volumes": [
             {"name": "workspace", "emptyDir": {"sizeLimit": spec.workspace_size_limit}},
-            {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": supervisor.TMP_SIZE}},
             {
                 "name": "token",
                 "secret": {
                     "secretName": token_secret,
                     "defaultMode": 0o440,
-                    "items": [{"key": TOKEN_KEY, "path": TOKEN_KEY}],
+                    "items": [{"key": supervisor.TOKEN_KEY, "path": supervisor.TOKEN_KEY}],
                 },
             },
         ],
@@ -198,7 +189,7 @@ def build_token_secret(
             },
         },
         "immutable": True,
-        "stringData": {TOKEN_KEY: token},
+        "stringData": {supervisor.TOKEN_KEY: token},
     }
     if owner is not None:
         secret["metadata"]["ownerReferences"] = [{**owner, "controller": False}]

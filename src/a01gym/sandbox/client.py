@@ -8,6 +8,7 @@ turn them into observations. Transport failures (the sandbox died) raise
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import urllib.parse
@@ -60,12 +61,32 @@ class SupervisorClient:
                 headers=headers,
             )
         self.sandbox_id = sandbox_id
+        self._lost: str | None = None
+        self._waiting: set[asyncio.Task[Any]] = set()  # calls waiting on the supervisor
+        self._cut: set[asyncio.Task[Any]] = set()  # of those, the ones mark_lost cancelled
         self._timeout_s = timeout_s
         # App starts queue here, so the supervisor's start timeout counts only once admitted.
         self._start_gate = start_gate
 
     async def aclose(self) -> None:
         self._http.close()
+
+    def mark_lost(self, reason: str) -> None:
+        """The backend saw the sandbox die: a call waiting on it fails now, and every later
+        call at once, instead of each waiting out its timeout on an address nothing answers
+        any more (a dead container's address drops packets; it does not refuse them)."""
+        self._lost = reason
+        for task in self._waiting:
+            self._cut.add(task)
+            task.cancel()
+        self._http.close()
+
+    def _lost_error(self) -> SandboxLostError:
+        return SandboxLostError(
+            self._lost or "lost",
+            sandbox_id=self.sandbox_id,
+            hint="the sandbox died; release it and acquire a new one",
+        )
 
     async def _call(
         self,
@@ -77,12 +98,17 @@ class SupervisorClient:
         content: bytes | None = None,
         content_type: str = "application/octet-stream",
     ) -> Any:
+        if self._lost is not None:
+            raise self._lost_error()
         headers = {}
         body = b""
         if json_body is not None:
             body, headers["Content-Type"] = json.dumps(json_body).encode(), "application/json"
         elif content is not None:
             body, headers["Content-Type"] = content, content_type
+        task = asyncio.current_task()
+        if task is not None:
+            self._waiting.add(task)
         try:
             response = await self._http.request(
                 method,
@@ -92,6 +118,12 @@ class SupervisorClient:
                 body=body,
                 timeout=self._timeout_s,
             )
+        except asyncio.CancelledError:
+            if task not in self._cut:
+                raise
+            self._cut.discard(task)
+            task.uncancel()  # type: ignore[union-attr]
+            raise self._lost_error() from None
         except TimeoutError as exc:
             raise SandboxTimeoutError(
                 f"{method} {path} timed out", sandbox_id=self.sandbox_id
@@ -102,6 +134,8 @@ class SupervisorClient:
                 sandbox_id=self.sandbox_id,
                 hint="the sandbox died; release it and acquire a new one",
             ) from exc
+        finally:
+            self._waiting.discard(task)  # type: ignore[arg-type]
         try:
             payload = json.loads(response.body) if response.body else None
             if response.status < 400:

@@ -31,7 +31,7 @@ from typing import Any
 
 from a01gym.config import KubernetesBackendSettings
 from a01gym.errors import SandboxError, SandboxStartError, SandboxTimeoutError
-from a01gym.sandbox import admission
+from a01gym.sandbox import admission, container
 from a01gym.sandbox.backend import PoolStats
 from a01gym.sandbox.client import SupervisorClient
 from a01gym.sandbox.episode_watch import EpisodeWatch
@@ -42,7 +42,6 @@ __all__ = [
     "EPISODES",
     "GROUP",
     "SANDBOXPOOLS",
-    "TOKEN_KEY",
     "VERSION",
     "KubernetesBackend",
     "KubernetesSandbox",
@@ -53,8 +52,6 @@ _BACKEND_LABEL = f"{GROUP}/backend"
 VERSION = "v1alpha1"
 EPISODES = "episodes"
 SANDBOXPOOLS = "sandboxpools"
-TOKEN_KEY = "token"
-"""Key of the supervisor token inside its Secret."""
 
 _TERMINAL = {"Finished", "Failed", "Expired"}
 
@@ -313,7 +310,7 @@ class KubernetesBackend:
         secret = await self.kube.get(
             resource_path("", "v1", "secrets", self.settings.namespace, status["tokenSecretName"])
         )
-        return base64.b64decode(secret["data"][TOKEN_KEY]).decode()
+        return base64.b64decode(secret["data"][container.TOKEN_KEY]).decode()
 
 
 def _check_terminal(episode: dict[str, Any]) -> None:

@@ -22,6 +22,7 @@ from packaging.requirements import Requirement
 
 from a01gym.config import OperatorSettings
 from a01gym.operator import builders, labels
+from a01gym.sandbox import container as supervisor
 from a01gym.sandbox import preloads
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -89,15 +90,15 @@ def test_sandbox_image_writes_only_to_the_pods_emptydirs() -> None:
     stage = _instructions(SANDBOX_DOCKERFILE)
     container = _pod_container()
     writable = {m["mountPath"] for m in container["volumeMounts"] if not m.get("readOnly")}
-    assert writable == {builders.WORKSPACE_DIR, "/tmp"}
+    assert writable == {supervisor.WORKSPACE_DIR, supervisor.TMP_DIR}
     env = _env(stage)
     assert env["PYTHONDONTWRITEBYTECODE"] == "1"
     for key in ("HOME", "TMPDIR"):
         assert any(env[key] == w or env[key].startswith(w + "/") for w in writable), key
     token_arg = container["args"][container["args"].index("--token-file") + 1]
-    assert token_arg.startswith(builders.TOKEN_DIR + "/")
+    assert token_arg.startswith(supervisor.TOKEN_DIR + "/")
     dir_arg = container["args"][container["args"].index("--dir") + 1]
-    assert dir_arg.startswith(builders.WORKSPACE_DIR + "/")
+    assert dir_arg.startswith(supervisor.WORKSPACE_DIR + "/")
 
 
 def _closure(names: list[str]) -> set[str]:

@@ -1,0 +1,80 @@
+"""The container tier: a real Docker engine and the images ``tools/images.sh`` builds here.
+
+Without an engine to start (``apt-get install docker.io debootstrap``) this tier skips, except
+in CI (``A01GYM_REQUIRE_DOCKER=1``), where it fails. A ``dockerd`` this fixture starts is
+stopped at the end of the session, by its PID; one already running is left alone. The first
+build on a machine takes minutes (debootstrap, two pip installs); later ones reuse the
+engine's layer cache.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("A01GYM_REQUIRE_DOCKER") == "1":
+        pytest.fail(f"A01GYM_REQUIRE_DOCKER=1 but {reason}")
+    pytest.skip(reason)
+
+
+def _answers() -> bool:
+    return (
+        subprocess.run(["docker", "info"], capture_output=True, check=False, timeout=30).returncode
+        == 0
+    )
+
+
+@pytest.fixture(scope="session")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    if shutil.which("docker") is None:
+        _unavailable("no docker client (apt-get install docker.io)")
+    if _answers():
+        yield
+        return
+    if shutil.which("dockerd") is None:
+        _unavailable("no Docker engine (apt-get install docker.io)")
+    log = tmp_path_factory.mktemp("dockerd") / "dockerd.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(["dockerd"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while not _answers():
+            assert process.poll() is None, log.read_text(errors="replace")[-2000:]
+            assert time.monotonic() < deadline, "dockerd did not answer in 60 s"
+            time.sleep(0.5)
+        yield
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def images(engine: None) -> dict[str, tuple[str, int]]:
+    """``{tag: (image id, size in bytes)}`` of the base, sandbox and platform images."""
+    done = subprocess.run(
+        [str(ROOT / "tools" / "images.sh")],
+        capture_output=True,
+        text=True,
+        timeout=3000,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    built = {}
+    for line in done.stdout.splitlines():
+        tag, image_id, size = line.split()
+        built[tag] = (image_id, int(size))
+    return built
