@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-$(CKSUM)
 TRAIN_STAMP := $(VENV)/.installed-train-$(CKSUM)
 PYTEST_ARGS ?=
 
-.PHONY: test demo lint format bench venv train-venv clean
+.PHONY: test demo lint format bench venv train-venv images clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,13 +38,20 @@ format: venv
 	$(BIN)/ruff check --fix src tests bench
 
 # The Kubernetes tests need a real kube-apiserver; tools/envtest.sh builds and caches it (Go).
-# Without Go they skip here, and fail in CI (A01GYM_REQUIRE_K8S=1).
+# Without Go they skip here, and fail in CI (A01GYM_REQUIRE_K8S=1). The container tier needs a
+# Docker engine (apt-get install docker.io debootstrap docker-registry); without one it skips
+# here, and fails in CI (A01GYM_REQUIRE_DOCKER=1).
 test: lint $(TRAIN_STAMP)
 	@bin="$$(tools/envtest.sh)" || { echo "envtest unavailable: Kubernetes tests will skip"; bin=""; }; \
 	A01GYM_ENVTEST_BIN="$$bin" $(BIN)/pytest $(PYTEST_ARGS)
 
 demo: venv
 	$(BIN)/a01gym demo
+
+# The base (debootstrap), sandbox and platform images, built on this machine's Docker engine
+# (no registry needed); `make test` builds them too, for its container tier.
+images:
+	tools/images.sh
 
 bench: train-venv
 	$(BIN)/python bench/sandbox.py --quick --json-out bench/results/sandbox.json

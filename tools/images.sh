@@ -16,6 +16,11 @@
 # It starts `dockerd` if no engine answers, and stops only the one it started. Prints the image
 # ids and sizes on stdout; progress goes to stderr.
 #
+# --public-base: also tag the local base as python:3.11-slim-bookworm, if the engine has no
+# image of that name, so a build that passes no PYTHON_IMAGE finds it (`openenv validate .`
+# builds deploy/openenv/Dockerfile that way). It stands in for the public image on this
+# engine only; it is not that image.
+#
 # Env: A01GYM_DEBIAN_MIRROR (default http://deb.debian.org/debian),
 #      A01GYM_CA_BUNDLE (default: pip's configured `cert`, else the system bundle),
 #      A01GYM_IMAGES_CACHE (default ${XDG_CACHE_HOME:-$HOME/.cache}/a01gym/images: engine log).
@@ -105,8 +110,20 @@ build() {
         --file "$ROOT/$dockerfile" --tag "$tag" "$ROOT" >&2
 }
 
+PUBLIC_BASE=""
+for arg in "$@"; do
+    case "$arg" in
+        --public-base) PUBLIC_BASE="python:3.11-slim-bookworm" ;;
+        *) die "unknown argument $arg (see the header of $0)" ;;
+    esac
+done
+
 ensure_engine
 BASE="$(base_image)"
+if [ -n "$PUBLIC_BASE" ] && ! docker image inspect "$PUBLIC_BASE" >/dev/null 2>&1; then
+    log "tagging $BASE as $PUBLIC_BASE (a local stand-in for the public image)"
+    docker tag "$BASE" "$PUBLIC_BASE"
+fi
 build "a01gym/sandbox:$VERSION" sandbox-image/Dockerfile "$BASE"
 build "a01gym/a01gym:$VERSION" Dockerfile "$BASE"
 for tag in "$BASE" "a01gym/sandbox:$VERSION" "a01gym/a01gym:$VERSION"; do

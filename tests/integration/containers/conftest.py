@@ -66,7 +66,7 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 def images(engine: None) -> dict[str, tuple[str, int]]:
     """``{tag: (image id, size in bytes)}`` of the base, sandbox and platform images."""
     done = subprocess.run(
-        [str(ROOT / "tools" / "images.sh")],
+        [str(ROOT / "tools" / "images.sh"), "--public-base"],
         capture_output=True,
         text=True,
         timeout=3000,
