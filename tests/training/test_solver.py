@@ -101,7 +101,7 @@ def test_eval_registry_builds_the_solver_and_needs_a_cache() -> None:
 
 # -- real scenarios through the gateway ------------------------------------------------------
 @pytest.fixture(scope="module")
-def demo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def demo50(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A demo-size cache (what `a01gym demo` builds by default: 50 scenarios, 20 families)."""
     path = tmp_path_factory.mktemp("cache") / "demo"
     summary = pipeline.build_demo(path, count=50, seed=0)
@@ -110,12 +110,12 @@ def demo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest_asyncio.fixture
-async def gateway(demo_cache: Path, tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
+async def gateway(demo50: Path, tmp_path: Path) -> AsyncIterator[tuple[str, Path]]:
     runs = tmp_path / "runs"
     async with LocalBackend(pool_size=2) as backend:
         runtime = environment.EnvRuntime(
             backend=backend,
-            sampler=sampler.CurriculumSampler(sampler.open_source(demo_cache)),
+            sampler=sampler.CurriculumSampler(sampler.open_source(demo50)),
             logger=RunLogger(runs),
         )
         deps = gateway_app.runtime_deps(runtime, own_backend=False)
@@ -148,10 +148,10 @@ async def _play(url: str, source: sampler.ScenarioSource, hashes: list[str]) -> 
 
 @pytest.mark.slow
 async def test_solver_resolves_every_train_scenario_with_small_edits(
-    demo_cache: Path, gateway: tuple[str, Path]
+    demo50: Path, gateway: tuple[str, Path]
 ) -> None:
     url, runs = gateway
-    source = sampler.open_source(demo_cache)
+    source = sampler.open_source(demo50)
     train = [e.hash for e in source.entries(split="train")]
     assert len(train) >= 25
 

@@ -171,3 +171,11 @@ def test_dockerignore_keeps_only_the_build_inputs() -> None:
     lines = (ROOT / ".dockerignore").read_text().splitlines()
     assert "*" in lines
     assert {"!pyproject.toml", "!README.md", "!src/"} <= set(lines)
+
+
+def test_the_openenv_image_builds_in_the_platform_images_build_stage() -> None:
+    """``openenv validate .`` builds deploy/openenv/Dockerfile; with the same build stage, an
+    engine that built the platform image serves it from its layer cache."""
+    openenv = ROOT / "deploy" / "openenv" / "Dockerfile"
+    assert _instructions(openenv, stage=1) == _instructions(PLATFORM_DOCKERFILE, stage=1)
+    assert _instructions(openenv, stage=0) == _instructions(PLATFORM_DOCKERFILE, stage=0)
