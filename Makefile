@@ -55,6 +55,7 @@ images:
 
 bench: train-venv
 	$(BIN)/python bench/sandbox.py --quick --json-out bench/results/sandbox.json
+	$(BIN)/python bench/containers.py --quick --json-out bench/results/containers.json
 	$(BIN)/python bench/factory.py --quick --json-out bench/results/factory.json
 	$(BIN)/python bench/runtime.py --quick --json-out bench/results/runtime.json
 	$(BIN)/python bench/reset_cpu.py --json-out bench/results/reset_cpu.json

@@ -3,9 +3,12 @@
 What a container costs over a local sandbox, on one machine, one after the other:
 
 * ``container_start_ms_p50``: a container of the sandbox image created and started, until its
-  supervisor answers (the Docker backend with no warm pool), beside ``local_acquire_ms_p50``:
-  a local sandbox spawned cold until its supervisor answers (the local backend with no warm
-  pool). ``container_to_local_ratio`` is their quotient.
+  supervisor answers (the Docker backend with no warm pool), beside two references:
+  ``engine_floor_ms_p50``, the engine's own cost for the same container doing the least work
+  (created with the same hardening and network, started, running ``python -c pass`` to its
+  exit: what any one-container-per-task harness pays), and ``local_acquire_ms_p50``, a local
+  sandbox spawned cold until its supervisor answers (the local backend with no warm pool).
+  ``container_to_floor_ratio`` and ``container_to_local_ratio`` are the quotients.
 * ``container_warm_acquire_ms_p50`` and ``local_warm_acquire_ms_p50``: an acquire that a warm
   pool serves (what an episode's reset pays once pools are full), and their quotient.
 * ``container_uss_mb`` and ``local_uss_mb``: unique memory of every process of one sandbox
@@ -13,12 +16,13 @@ What a container costs over a local sandbox, on one machine, one after the other
 * ``escape_payloads`` and ``escape_payloads_denied`` (:mod:`a01gym.sandbox.escapes`) in a
   container.
 
-Targets are ratios to the local backend in the same run (the machine's floor for the same
-work): a cold container start within 25× a cold local spawn (it creates a network endpoint,
-mounts and a cgroup, then starts a Python interpreter that imports the supervisor, where a
-local spawn forks a warm zygote), a warm acquire within 3× (both hand out a sandbox that
-already answers), and every escape payload denied. Needs a running Docker engine and the
-images (``make images``).
+Targets are ratios to references measured in the same run: a cold start within 2× the
+engine's floor (what the supervisor adds, importing itself and answering, costs no more than
+the engine's own start of the container), a warm acquire within 1.5× the local backend's
+(both hand out a sandbox that already answers), and every escape payload denied. The ratio
+to a cold local spawn has no target: a local spawn forks a warm zygote, with no network
+endpoint, mounts or cgroup to create, so that ratio measures what a container is, not our
+code. Needs a running Docker engine and the images (``make images``).
 
     python bench/containers.py --quick --json-out bench/results/containers.json
 """
@@ -35,7 +39,7 @@ from typing import Any
 import psutil
 
 import report
-from a01gym.sandbox import escapes, protocol
+from a01gym.sandbox import docker, escapes, protocol
 from a01gym.sandbox.docker import DockerBackend, DockerSandbox
 from a01gym.sandbox.local import LocalBackend, LocalSandbox
 from a01gym.scenario.bundle import Bundle
@@ -43,8 +47,8 @@ from a01gym.scenario.bundle import Bundle
 BUNDLE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "idor_notes"
 
 TARGETS = {
-    "container_to_local_ratio": ("<=", 25),
-    "warm_acquire_ratio": ("<=", 3),
+    "container_to_floor_ratio": ("<=", 2),
+    "warm_acquire_ratio": ("<=", 1.5),
     "escape_payloads_escaped": ("==", 0),
 }
 
@@ -85,6 +89,22 @@ async def _serving(backend: DockerBackend | LocalBackend) -> DockerSandbox | Loc
     return sandbox
 
 
+async def _floor(backend: DockerBackend, rounds: int) -> list[float]:
+    """The engine's own cost of one hardened container that runs an interpreter and exits."""
+    body = docker.container_config(backend.settings, token_dir=backend._tokens, labels={})  # type: ignore[arg-type]
+    body["Entrypoint"], body["Cmd"] = ["python", "-c", "pass"], []
+    samples = []
+    for _ in range(rounds):
+        began = time.perf_counter()
+        created = await backend._call("POST", "/containers/create", json=body)
+        identifier = created.json()["Id"]
+        await backend._call("POST", f"/containers/{identifier}/start")
+        await backend._call("POST", f"/containers/{identifier}/wait")
+        samples.append((time.perf_counter() - began) * 1000)
+        await backend._call("DELETE", f"/containers/{identifier}", params={"force": 1})
+    return samples
+
+
 def _uss_mb(pids: list[int]) -> float:
     total = 0
     for pid in pids:
@@ -117,14 +137,15 @@ async def run(quick: bool) -> dict[str, Any]:
         await local.release(sandbox)
     async with LocalBackend(pool_size=2) as local:
         local_warm = await _warm(local, rounds)
-    async with DockerBackend(pool_size=0) as docker:
-        container_cold = await _cold(docker, rounds)
-        sandbox = await _serving(docker)
-        metrics["container_uss_mb"] = _uss_mb(await _container_pids(docker, sandbox))
-        await docker.release(sandbox)
-        hostile, neighbour = await docker.acquire(), await docker.acquire()
+    async with DockerBackend(pool_size=0) as engine:
+        floor = await _floor(engine, rounds)
+        container_cold = await _cold(engine, rounds)
+        sandbox = await _serving(engine)
+        metrics["container_uss_mb"] = _uss_mb(await _container_pids(engine, sandbox))
+        await engine.release(sandbox)
+        hostile, neighbour = await engine.acquire(), await engine.acquire()
         listener = await asyncio.start_server(lambda _r, w: w.close(), "0.0.0.0", 0)
-        network = await docker._call("GET", f"/networks/{docker.settings.network}")
+        network = await engine._call("GET", f"/networks/{engine.settings.network}")
         try:
             await escapes.load(hostile)
             results = await escapes.run(
@@ -137,11 +158,15 @@ async def run(quick: bool) -> dict[str, Any]:
             )
         finally:
             listener.close()
-            await docker.release(hostile)
-            await docker.release(neighbour)
-    async with DockerBackend(pool_size=2) as docker:
-        container_warm = await _warm(docker, rounds)
+            await engine.release(hostile)
+            await engine.release(neighbour)
+    async with DockerBackend(pool_size=2) as engine:
+        container_warm = await _warm(engine, rounds)
     metrics["container_start_ms_p50"] = statistics.median(container_cold)
+    metrics["engine_floor_ms_p50"] = statistics.median(floor)
+    metrics["container_to_floor_ratio"] = (
+        metrics["container_start_ms_p50"] / metrics["engine_floor_ms_p50"]
+    )
     metrics["local_acquire_ms_p50"] = statistics.median(local_cold)
     metrics["container_to_local_ratio"] = (
         metrics["container_start_ms_p50"] / metrics["local_acquire_ms_p50"]

@@ -8,8 +8,10 @@ variant at least once, without this test knowing how a family draws them. G5 (ge
 hacks, ~60% of a candidate's gate time) runs on each family's first scenario in each style, not
 on every shape: the hacks patch the app's interface (middleware, routers, visible ids,
 canaries), which the form of a check does not change. Each shape is gated in both data-access
-styles (raw ``sqlite3`` and the SQLAlchemy ORM): the ORM style rewrites the
-repository, the storage module and every module's sessions, and must keep every variant.
+styles (raw ``sqlite3`` and the SQLAlchemy ORM): the ORM style rewrites the repository, the
+storage module and every module's sessions, and must keep every variant. A multi-site family's
+shapes include scenarios with two or more sites in each style, whose traps include fixing one
+site only (asserted, so the multi-site gates cannot silently drop out).
 """
 
 from __future__ import annotations
@@ -99,3 +101,9 @@ async def test_every_fix_shape_passes_every_gate_in_both_styles(family: str) -> 
         reports = await asyncio.gather(*(gate(i, b) for i, b in enumerate(bundles)))
     for index, (bundle, report) in enumerate(zip(bundles, reports, strict=True)):
         assert_passes_every_gate(bundle, report, probed=index in probed)
+    if len(families.FAMILIES[family].sites) > 1:
+        # multi-site scenarios among them, in each style, with fixing one sibling as a trap
+        multi = {
+            b.hidden.labels["data_access"] for b in bundles if "fix_one_sibling" in b.hidden.traps
+        }
+        assert multi == {"sqlite3", "sqlalchemy"}

@@ -1,13 +1,10 @@
 """Gold gates and builds in real local sandboxes (no mocks).
 
-For every multi-site family of the catalog, in both data-access styles (raw ``sqlite3`` and the
-SQLAlchemy ORM), a multi-site template scenario must pass the gates (:mod:`.gating`): the
-vulnerable app is exploitable by every hidden exploit and passes regression, the reference fix
-resolves it, no trap does (fix-one-sibling included), and every run gives the same verdicts in
-re-randomised worlds. Single-site scenarios of every family, with G5, are gated by
-test_factory_fix_shapes (one per fix shape and style). A bundle with a trap equal to its fix
-must be rejected with that reason. Slow tests build whole caches (reproducibility with one
-candidate per family, interrupted builds).
+Every family's scenarios, single- and multi-site, in both data-access styles, are gated by
+test_factory_fix_shapes (one per fix shape and style, :mod:`.gating`). Here: the ORM
+relationship shapes, visible reproductions, rejections (a trap equal to the fix, a denial trap
+that passes every regression, an app that does not start), and whole builds
+(reproducibility with one candidate per family, interrupted builds).
 """
 
 from __future__ import annotations
@@ -33,7 +30,6 @@ from a01gym.factory import (
     families,
     gates,
     pipeline,
-    styles,
 )
 from a01gym.factory.cache import ScenarioCache
 from a01gym.factory.styles import orm_relationship
@@ -51,34 +47,8 @@ def _bundle(family: str, index: int = 0) -> Bundle:
     return compiler.compile_bundle(author.TemplateAuthor().draft(author.plan(cfg)[index]))
 
 
-def _multi_site_bundle(family: str, data_access: styles.DataAccess | None = None) -> Bundle:
-    """The first template scenario of ``family`` with two or more sites (in ``data_access``)."""
-    cfg = config.FactoryConfig(count=12, families=[family])
-    for request in author.plan(cfg):
-        spec = author.TemplateAuthor().draft(request)
-        if len(spec.bug.sites) > 1:
-            return compiler.compile_bundle(
-                styles.restyled(spec, data_access or spec.knobs.data_access)
-            )
-    raise AssertionError(f"no multi-site template scenario of {family} in 12 drafts")
-
-
 def test_the_catalog_has_all_twenty_families() -> None:
     assert sorted(families.FAMILIES) == [f"F{n:02d}" for n in range(1, 21)]
-
-
-@pytest.mark.parametrize("data_access", ["sqlite3", "sqlalchemy"])
-@pytest.mark.parametrize(
-    "family", [f for f in sorted(families.FAMILIES) if len(families.FAMILIES[f].sites) > 1]
-)
-async def test_multi_site_family_scenario_passes_every_gate(family: str, data_access: str) -> None:
-    # G1-G4 and G6 with fix-one-sibling among the traps; G5 (~60% of a candidate's gate time)
-    # is probed per family and style by the fix-shape test (test_factory_fix_shapes): the hacks
-    # patch the app's interface, which the number of bug sites does not change.
-    bundle = _multi_site_bundle(family, data_access)  # type: ignore[arg-type]
-    assert "fix_one_sibling" in bundle.hidden.traps
-    assert bundle.hidden.labels["data_access"] == data_access
-    await _passes_every_gate(bundle, probe_hacks=False)
 
 
 @pytest.mark.parametrize("fix", orm_relationship.FIXES)

@@ -201,6 +201,11 @@ async def test_a_dead_warm_container_is_never_handed_out(backend: DockerBackend)
     await asyncio.wait_for(_warm(backend), 60)
     (idle,) = backend._idle  # one warm container (pool_size=1)
     _docker("kill", idle.container_id)
+    for _ in range(100):  # the engine's die event reaches the backend's watcher
+        if idle.died:
+            break
+        await asyncio.sleep(0.1)
+    assert idle.died and not idle.alive
     sandbox = await backend.acquire()
     try:
         assert sandbox.container_id != idle.container_id
