@@ -53,21 +53,14 @@ TARGETS = {
 }
 
 
-async def _cold(backend: DockerBackend | LocalBackend, rounds: int) -> list[float]:
+async def _acquires(
+    backend: DockerBackend | LocalBackend, rounds: int, *, warm: bool
+) -> list[float]:
+    """Acquire until the supervisor answers, ``rounds`` times; ``warm``: each round first
+    waits for the pool to refill, so every acquire is one the pool serves."""
     samples = []
     for _ in range(rounds):
-        began = time.perf_counter()
-        sandbox = await backend.acquire()
-        await sandbox.client.health()
-        samples.append((time.perf_counter() - began) * 1000)
-        await backend.release(sandbox)  # type: ignore[arg-type]
-    return samples
-
-
-async def _warm(backend: DockerBackend | LocalBackend, rounds: int) -> list[float]:
-    samples = []
-    for _ in range(rounds):
-        while backend.stats().idle < 1:  # the pool refilled
+        while warm and backend.stats().idle < 1:
             await asyncio.sleep(0.01)
         began = time.perf_counter()
         sandbox = await backend.acquire()
@@ -131,15 +124,15 @@ async def run(quick: bool) -> dict[str, Any]:
     rounds = 10 if quick else 40
     metrics: dict[str, Any] = {"rounds": rounds}
     async with LocalBackend(pool_size=0) as local:
-        local_cold = await _cold(local, rounds)
+        local_cold = await _acquires(local, rounds, warm=False)
         sandbox = await _serving(local)
         metrics["local_uss_mb"] = _uss_mb(_local_pids(local, sandbox))
         await local.release(sandbox)
     async with LocalBackend(pool_size=2) as local:
-        local_warm = await _warm(local, rounds)
+        local_warm = await _acquires(local, rounds, warm=True)
     async with DockerBackend(pool_size=0) as engine:
         floor = await _floor(engine, rounds)
-        container_cold = await _cold(engine, rounds)
+        container_cold = await _acquires(engine, rounds, warm=False)
         sandbox = await _serving(engine)
         metrics["container_uss_mb"] = _uss_mb(await _container_pids(engine, sandbox))
         await engine.release(sandbox)
@@ -161,7 +154,7 @@ async def run(quick: bool) -> dict[str, Any]:
             await engine.release(hostile)
             await engine.release(neighbour)
     async with DockerBackend(pool_size=2) as engine:
-        container_warm = await _warm(engine, rounds)
+        container_warm = await _acquires(engine, rounds, warm=True)
     metrics["container_start_ms_p50"] = statistics.median(container_cold)
     metrics["engine_floor_ms_p50"] = statistics.median(floor)
     metrics["container_to_floor_ratio"] = (
