@@ -64,10 +64,14 @@ def test_usage_errors_print_the_usage_and_exit_two(
     [
         (["factory", "list", "/nonexistent"], {}, "no scenario cache at /nonexistent"),
         (["factory", "show", "/nonexistent", "abcdef12"], {}, "a01gym factory build"),
-        (["serve", "--backend", "docker"], {}, "'--backend': Input should be 'local' or"),
+        (
+            ["serve", "--backend", "podman"],
+            {},
+            "'--backend': Input should be 'local', 'docker' or 'kubernetes'",
+        ),
         (["serve", "--port", "99999"], {}, "'--port': Input should be less than or equal"),
         (["serve"], {"A01GYM_GATEWAY__PORT": "99999"}, "'A01GYM_GATEWAY__PORT'"),
-        (["serve"], {"A01GYM_GATEWAY__BACKEND": "docker"}, "'A01GYM_GATEWAY__BACKEND'"),
+        (["serve"], {"A01GYM_GATEWAY__BACKEND": "podman"}, "'A01GYM_GATEWAY__BACKEND'"),
         (["serve"], {}, "no scenario cache given"),
         (["serve", "--cache", "/nonexistent"], {}, "a01gym factory build --config"),
         (["eval", "--episodes", "0", "--cache", str(FIXTURE)], {}, "'--episodes'"),
