@@ -43,11 +43,20 @@ def _alone(model, sequence: list[int], limit: int) -> list[int]:
     return reply[: reply.index(2) + 1] if 2 in reply else reply
 
 
-def test_greedy_turns_match_each_row_generated_alone(model) -> None:
+@pytest.mark.parametrize(
+    ("static", "grow"),
+    [(True, 512), (True, 5), (False, 512)],
+    ids=["static", "static-growing-every-turn", "dynamic"],
+)
+def test_greedy_turns_match_each_row_generated_alone(model, monkeypatch, static, grow) -> None:
+    """The preallocated cache (also when it must grow, keeping the slots it holds) and the
+    dynamic one it falls back to for other attention layouts give the same replies."""
     import torch
 
     from a01gym.training import kvbatch
 
+    monkeypatch.setattr(kvbatch, "GROW", grow)
+    monkeypatch.setattr(kvbatch, "_all_full_attention", lambda model: static)
     generator = torch.Generator().manual_seed(1)
 
     def tokens(n: int) -> list[int]:
@@ -76,6 +85,9 @@ def test_greedy_turns_match_each_row_generated_alone(model) -> None:
                 sequences[i] = sequences[i] + reply[: kept[i]] + tokens(7 + 5 * i)
     # the shared prefix ran once, not per row
     assert batch.prefilled < sum(len(s) for s in sequences)
+    assert batch.static is static
+    if static:
+        assert batch.capacity >= batch.mask.shape[1]
 
 
 def test_sampled_turns_stay_within_limits_and_stop_at_the_end_token(model) -> None:
