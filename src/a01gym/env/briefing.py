@@ -22,7 +22,7 @@ from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.fixtures import FixtureValues
 from a01gym.scenario.manifest import Manifest
 
-__all__ = ["render"]
+__all__ = ["TOOLS_HEADING", "render", "without_wire_tools"]
 
 _GRADING = (
     'Send {"tool":"submit"} when the fix is done; no step before it shows a score. '
@@ -33,6 +33,22 @@ _GRADING = (
 """How grading works: what a fair grader assumes and the agent cannot otherwise know."""
 
 _SEARCH_EXAMPLES = ("owner_id", "tenant_id", "Depends(", "def ")
+TOOLS_HEADING = "## Tools (one JSON object per step)"
+
+
+def without_wire_tools(output: str) -> str:
+    """The first observation's text without its section on the wire's JSON actions.
+
+    For a model given the tools as schemas through its chat template (the training paths):
+    that section teaches a second call format (``{"tool": ...}``, ``json`` for a body) beside
+    the schemas' (``<tool_call>``, ``json_body``), and costs ~250 tokens of a ~2.3k-token
+    prompt, while the schemas carry every tool and argument it names.
+    """
+    head, found, rest = output.partition(TOOLS_HEADING)
+    if not found:
+        return output
+    _, next_heading, tail = rest.partition("\n## ")
+    return head.rstrip("\n") + ("\n\n## " + tail if next_heading else "\n")
 
 
 def _compact(action: dict[str, Any]) -> str:
@@ -146,7 +162,7 @@ def render(bundle: Bundle, *, expert_section: str = "") -> tuple[str, dict[str, 
             task or f"# {manifest.title or manifest.name}",
             *_missing_sections(task, manifest, actors),
             "## Files\n" + "\n".join(f"{f['path']} ({f['size']} bytes)" for f in files),
-            "## Tools (one JSON object per step)\n" + _tools(bundle, world),
+            TOOLS_HEADING + "\n" + _tools(bundle, world),
             f"## Budget and grading\n{budget.max_steps} steps; each file write up to "
             f"{budget.max_write_bytes} bytes; the app restarts after every edit or write. "
             + _GRADING,

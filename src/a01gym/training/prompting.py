@@ -19,6 +19,7 @@ import functools
 import inspect
 from typing import Any
 
+from a01gym.env import briefing
 from a01gym.training import toolenv
 
 __all__ = [
@@ -66,10 +67,11 @@ def episode_tools(*, expert: bool) -> list[dict[str, Any]]:
 
 
 def episode_messages(task: str) -> list[dict[str, Any]]:
-    """The opening messages of an episode whose reset observation said ``task``."""
+    """The opening messages of an episode whose reset observation said ``task`` (the tools
+    come as schemas, so the task's own section on the wire's JSON actions is left out)."""
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": task},
+        {"role": "user", "content": briefing.without_wire_tools(task)},
     ]
 
 

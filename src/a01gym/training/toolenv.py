@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
+from a01gym.env import briefing
 from a01gym.training import session as _session
 from a01gym.training.expertratio import ExpertRatio
 
@@ -67,10 +68,11 @@ class A01ToolEnv:
         return _session.run_sync(self.session.step(_session.tool_action(name, action)))
 
     def reset(self, **row: Any) -> str:
-        """Start the episode for this dataset row; returns the task for the prompt."""
+        """Start the episode for this dataset row; returns the task for the prompt (as every
+        training path shows it: :func:`a01gym.env.briefing.without_wire_tools`)."""
         if self._ratio is not None:
             row["expert"] = self._ratio.next_flag(self._group_size)
-        return _session.run_sync(self.session.reset(**row))
+        return briefing.without_wire_tools(_session.run_sync(self.session.reset(**row)))
 
     def get_reward(self) -> float:
         """The environment's terminal reward (submits first if the model did not), plus the

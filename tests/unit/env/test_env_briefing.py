@@ -105,3 +105,23 @@ def test_a_hand_written_task_gets_the_manifests_policy_and_actors_once() -> None
     assert "- `anonymous`: no credentials" in text
     assert set(result) == {"task", "policy", "actors", "files", "tools", "budget", "scenario"}
     assert result["actors"][1]["headers"]["Authorization"].startswith("Bearer ")
+
+
+def test_models_given_tool_schemas_see_every_section_but_the_wire_actions(
+    compiled: Bundle,
+) -> None:
+    """The training paths show the task without the JSON-action section (the schemas carry the
+    tools); nothing else of the briefing is lost or reordered."""
+    text, _ = briefing.render(compiled)
+    shown = briefing.without_wire_tools(text)
+    assert briefing.TOOLS_HEADING in text
+    assert briefing.TOOLS_HEADING not in shown
+    assert '{"tool":"list_files"}' not in shown
+    headings = [line for line in text.splitlines() if line.startswith("## ")]
+    assert [line for line in shown.splitlines() if line.startswith("## ")] == [
+        h for h in headings if h != briefing.TOOLS_HEADING
+    ]
+    files, _, _ = text.partition(briefing.TOOLS_HEADING)
+    assert shown.startswith(files.rstrip("\n"))
+    assert shown.endswith(text[text.index("## Budget and grading") :])
+    assert briefing.without_wire_tools(shown) == shown
