@@ -46,6 +46,9 @@ class LLMConfig(_Model):
     max_attempts: int = Field(3, ge=1, le=10, description="Drafts per spec before giving up.")
     timeout_s: float = Field(60.0, gt=0, description="Per-request timeout.")
     temperature: float = Field(0.7, ge=0, le=2)
+    max_tokens: int = Field(
+        4096, ge=256, le=32768, description="Cap on one draft's length (a spec is ~1-2k tokens)."
+    )
 
 
 class AuthorConfig(_Model):

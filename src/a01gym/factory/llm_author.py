@@ -136,6 +136,7 @@ class LLMAuthor:
                 model=self.model or "",
                 messages=messages,  # type: ignore[arg-type]
                 temperature=self.config.temperature,
+                max_tokens=self.config.max_tokens,
                 response_format=response_format,  # type: ignore[arg-type]
             )
         except (openai.BadRequestError, openai.UnprocessableEntityError) as exc:

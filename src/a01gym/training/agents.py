@@ -174,6 +174,8 @@ class OpenAIAgent:
         temperature: float = 0.2,
         max_retries: int = 3,
         max_observation_chars: int = 8000,
+        max_tokens: int | None = None,
+        max_turns: int | None = None,
     ) -> None:
         import openai
 
@@ -183,6 +185,9 @@ class OpenAIAgent:
         self.temperature = temperature
         self.max_retries = max_retries
         self.max_observation_chars = max_observation_chars
+        self.max_tokens = max_tokens  # per reply; a small real model may otherwise not stop
+        self.max_turns = max_turns  # actions before the agent submits on its own
+        self.turns = 0
         self.messages: list[dict[str, str]] = []
 
     def _observation_text(self, observation: Observation) -> str:
@@ -205,6 +210,11 @@ class OpenAIAgent:
             served = [m.id async for m in client.models.list()]
         except openai.NotFoundError:
             return
+        except openai.InternalServerError as exc:
+            # It answered, but cannot list (``transformers serve`` 5.x: HTTP 500 on /models
+            # when it serves a local directory): the first completion tells the rest.
+            logger.warning("%s cannot list its models (%s); going on", self.base_url, exc)
+            return
         except openai.AuthenticationError as exc:
             raise UnreachableError(
                 self.base_url, f"the key was refused ({exc.status_code})", hint=_KEY_HINT
@@ -223,7 +233,10 @@ class OpenAIAgent:
 
         try:
             return await self.client.chat.completions.create(
-                model=self.model, messages=self.messages, temperature=self.temperature
+                model=self.model,
+                messages=self.messages,
+                temperature=self.temperature,
+                **({"max_tokens": self.max_tokens} if self.max_tokens else {}),
             )
         except (openai.APIConnectionError, openai.AuthenticationError) as exc:
             raise UnreachableError(self.base_url, str(exc), hint=_ENDPOINT_HINT) from exc
@@ -238,6 +251,9 @@ class OpenAIAgent:
         ]
 
     async def act(self, observation: Observation) -> Action:
+        if self.max_turns is not None and self.turns >= self.max_turns:
+            return {"tool": "submit"}
+        self.turns += 1
         if len(self.messages) > 2 or self.messages[-1]["role"] == "assistant":
             self.messages.append({"role": "user", "content": self._observation_text(observation)})
         for _ in range(self.max_retries):

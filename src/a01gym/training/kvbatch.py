@@ -17,7 +17,7 @@ their own pace: a row's new tokens are left-padded to the chunk's width, padding
 that no longer belongs to the row (a reply cut by the token budget) are masked out of attention
 (mask 0), and each row's positions count only its own tokens, so what a row attends to, and at
 which rotary positions, is exactly its own sequence. ``bench/generation.py`` measures it against
-re-prefilling, same model and episodes, same run; ``tests/unit/training/test_kvbatch.py``
+re-prefilling, same model and episodes, same run; ``tests/training/test_kvbatch.py``
 checks that greedy replies equal ``generate`` on each row alone.
 
 The cache is preallocated (transformers' ``StaticCache``, grown by :data:`GROW` slots when a
