@@ -1,6 +1,6 @@
 """What one bug family is: its labels and sites, and the hooks a self-contained family fills.
 
-A family module (``f11_open_redirect.py``, ...) defines one :class:`Family`. The metadata (CWEs,
+A family module (``f11_redirect.py``, ...) defines one :class:`Family`. The metadata (CWEs,
 sites, traps) is all the spec validator needs. The hooks carry the family's own code: hidden
 regression tests every family may add, and, for families whose routes are not part of the
 shared app skeleton, the app code (:class:`FamilyApp`), the exploits, the fixture rows and the
