@@ -34,6 +34,7 @@ from a01gym.pool_settings import PoolGrowthSettings
 __all__ = [
     "CONFIG_ENV",
     "OTHER_VARIABLES",
+    "Backend",
     "DockerBackendSettings",
     "GatewaySettings",
     "GradingSettings",
@@ -49,6 +50,9 @@ __all__ = [
 
 CONFIG_ENV = "A01GYM_CONFIG"
 """Names the optional YAML/JSON settings file."""
+
+Backend = Literal["local", "docker", "kubernetes"]
+"""Where sandboxes run; also the choices of ``a01gym serve --backend``."""
 
 OTHER_VARIABLES = {
     CONFIG_ENV: "Path of a YAML/JSON settings file shaped like the settings object (sections "
@@ -201,7 +205,7 @@ class GatewaySettings(BaseModel):
         ge=0,
         description="Sessions idle this long are closed and their sandboxes released; 0 never.",
     )
-    backend: Literal["local", "docker", "kubernetes"] = Field(
+    backend: Backend = Field(
         "local",
         description="Where sandboxes run: local processes, hardened containers on a Docker "
         "engine (A01GYM_DOCKER__* variables), or pods of the a01gym operator "

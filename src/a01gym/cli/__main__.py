@@ -3,18 +3,19 @@
 :func:`main` is the one place where errors become exit codes:
 
 * 0 success; ``-h``/``--help`` print help and exit 0;
-* 2 usage errors (an unknown option, a missing one, a value of the wrong type): typer prints
-  the usage and the problem. A bare ``a01gym`` (or a bare group) prints help and exits 2,
-  click's convention for "no command given";
-* 1 every other error, as one line saying what to do next: an :class:`A01GymError` (bad
-  option values and bad ``A01GYM_*`` variables both become :class:`ConfigError`) or an
-  ``OSError``;
+* 2 usage errors (an unknown option, a missing one, a value of the wrong type, a value outside
+  an option's fixed choices, which the message lists): typer prints the usage and the
+  problem. A bare ``a01gym`` (or a bare group) prints help and exits 2, click's convention
+  for "no command given";
+* 1 every other error, as one line saying what to do next: an :class:`A01GymError` (an
+  option value that only a01gym can judge, such as a port out of range or a split the cache
+  lacks, and bad ``A01GYM_*`` variables become :class:`ConfigError`) or an ``OSError``;
 * 130 Ctrl-C.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 
@@ -22,7 +23,7 @@ from a01gym import __version__
 from a01gym.cli import analyze, demo, factory, operator, play, report, sandbox, serve, train
 from a01gym.cli import eval as eval_cli
 from a01gym.cli import trajectories as trajectories_cli
-from a01gym.cli.logs import configure_logging
+from a01gym.cli.logs import LogFormat, configure_logging
 from a01gym.errors import A01GymError
 
 __all__ = ["app", "main"]
@@ -52,11 +53,10 @@ def _root(
     verbose: Annotated[int, typer.Option("-v", "--verbose", count=True, help="More logs.")] = 0,
     quiet: Annotated[bool, typer.Option("-q", "--quiet", help="Errors only.")] = False,
     log_format: Annotated[
-        str, typer.Option("--log-format", help="text or json", envvar="A01GYM_LOG_FORMAT")
+        LogFormat, typer.Option("--log-format", help="Log format.", envvar="A01GYM_LOG_FORMAT")
     ] = "text",
 ) -> None:
-    fmt: Literal["text", "json"] = "json" if log_format == "json" else "text"
-    configure_logging(-1 if quiet else verbose, fmt)
+    configure_logging(-1 if quiet else verbose, log_format)
 
 
 @app.command()

@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.console import Console
@@ -26,6 +26,7 @@ from rich.table import Table
 from a01gym.errors import A01GymError, ConfigError
 
 __all__ = [
+    "AgentName",
     "eval_command",
     "gateway_for",
     "make_agent_factory",
@@ -35,6 +36,11 @@ __all__ = [
 ]
 
 _console = Console(stderr=True)
+
+AgentName = Literal["noop", "deny-all", "reference", "solver", "openai", "local"]
+"""The choices of ``--agent``: :data:`a01gym.training.agents.AGENT_NAMES` plus ``local`` (a
+model run in this process); a test keeps the two lists in step. A literal here, so ``--help``
+and a usage error list them without importing the training stack."""
 
 
 class EvalFailed(A01GymError):
@@ -187,9 +193,7 @@ def scenarios_of(cache: Path | None, split: str) -> list[tuple[str, str]]:
 
 
 def eval_command(
-    agent: Annotated[
-        str, typer.Option(help="noop, deny-all, reference, solver, openai or local.")
-    ] = "noop",
+    agent: Annotated[AgentName, typer.Option(help="Agent to evaluate.")] = "noop",
     split: Annotated[str, typer.Option(help="Scenario split to sample.")] = "eval",
     episodes: Annotated[
         str, typer.Option(help="Episodes to run, or 'all': each scenario of the split once.")

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import typer
 from rich.console import Console
@@ -23,12 +23,20 @@ from a01gym.errors import A01GymError, ConfigError
 from a01gym.factory import config as factory_config
 from a01gym.factory import diversity, gates, pipeline
 from a01gym.factory.cache import ScenarioCache
+from a01gym.factory.split import Split
 
-__all__ = ["app"]
+__all__ = ["AuthorKind", "Difficulty", "app"]
 
 app = typer.Typer(help="Build and inspect scenario caches.", no_args_is_help=True)
 _err = Console(stderr=True)
 _T = TypeVar("_T")
+
+AuthorKind = Literal["template", "llm"]
+"""The choices of ``--author``: the factory config's ``author.kind`` (a test keeps them equal)."""
+
+Difficulty = Literal["easy", "medium", "hard"]
+"""The choices of ``--difficulty``: the factory config's difficulty bands (a test keeps them
+equal)."""
 
 
 @contextmanager
@@ -82,7 +90,9 @@ def build(
         int | None, typer.Option(help="Candidates to author (overrides config).")
     ] = None,
     seed: Annotated[int | None, typer.Option(help="Run seed (overrides config).")] = None,
-    author: Annotated[str | None, typer.Option(help="template | llm (overrides config).")] = None,
+    author: Annotated[
+        AuthorKind | None, typer.Option(help="Who writes the specs (overrides config).")
+    ] = None,
     workers: Annotated[
         int | None, typer.Option(help="Concurrent sandbox verifications (overrides config).")
     ] = None,
@@ -189,9 +199,9 @@ def _summary_table(summary: pipeline.BuildSummary) -> None:
 @app.command("list")
 def list_entries(
     cache: Annotated[Path, typer.Argument(help="Cache directory.")],
-    split: Annotated[str | None, typer.Option(help="train | eval")] = None,
+    split: Annotated[Split | None, typer.Option(help="Only this split.")] = None,
     family: Annotated[str | None, typer.Option(help="e.g. F01")] = None,
-    difficulty: Annotated[str | None, typer.Option(help="easy | medium | hard")] = None,
+    difficulty: Annotated[Difficulty | None, typer.Option(help="Only this band.")] = None,
     rejected: Annotated[bool, typer.Option(help="List rejected candidates instead.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON rows.")] = False,
 ) -> None:
@@ -283,7 +293,7 @@ def show(
 @app.command()
 def stats(
     cache: Annotated[Path, typer.Argument(help="Cache directory.")],
-    split: Annotated[str | None, typer.Option(help="Only train | eval.")] = None,
+    split: Annotated[Split | None, typer.Option(help="Only this split.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Structural diversity: distinct file layouts, and per family the distinct shapes of the

@@ -7,7 +7,10 @@ import logging
 import sys
 from typing import Literal
 
-__all__ = ["configure_logging"]
+__all__ = ["LogFormat", "configure_logging"]
+
+LogFormat = Literal["text", "json"]
+"""The choices of ``--log-format`` (and ``A01GYM_LOG_FORMAT``)."""
 
 
 class _JsonFormatter(logging.Formatter):
@@ -22,7 +25,7 @@ class _JsonFormatter(logging.Formatter):
         )
 
 
-def configure_logging(verbosity: int, log_format: Literal["text", "json"]) -> None:
+def configure_logging(verbosity: int, log_format: LogFormat) -> None:
     """Log to stderr; ``verbosity`` -1 = errors only, 0 = warnings, 1 = info, 2+ = debug."""
     level = {-1: logging.ERROR, 0: logging.WARNING, 1: logging.INFO}.get(verbosity, logging.DEBUG)
     handler = logging.StreamHandler(sys.stderr)

@@ -17,7 +17,7 @@ import typer
 from pydantic import SecretStr
 from rich.console import Console
 
-from a01gym.config import GatewaySettings, get_settings, with_overrides
+from a01gym.config import Backend, GatewaySettings, get_settings, with_overrides
 from a01gym.errors import ConfigError
 
 __all__ = ["serve"]
@@ -108,10 +108,8 @@ def serve(
         ),
     ] = None,
     backend: Annotated[
-        str | None,
-        typer.Option(
-            help="Sandbox backend: local, docker or kubernetes.", show_default=_default("backend")
-        ),
+        Backend | None,
+        typer.Option(help="Sandbox backend.", show_default=_default("backend")),
     ] = None,
     token: Annotated[
         str | None,

@@ -1,8 +1,9 @@
 """Exit codes and messages of the installed ``a01gym`` script.
 
-0 success and ``-h``/``--help``; 2 when typer cannot parse the command line (usage printed;
-a bare ``a01gym`` prints help and exits 2, click's convention); 1 for anything a01gym itself
-rejects, as one ``error: …`` line saying what to do; never a traceback.
+0 success and ``-h``/``--help``; 2 when typer cannot parse the command line, a value outside
+an option's fixed choices included (usage printed; a bare ``a01gym`` prints help and exits 2,
+click's convention); 1 for anything a01gym itself rejects, as one ``error: …`` line saying what
+to do; never a traceback.
 """
 
 from __future__ import annotations
@@ -60,15 +61,37 @@ def test_usage_errors_print_the_usage_and_exit_two(
 
 
 @pytest.mark.parametrize(
+    ("args", "choices"),
+    [
+        (["serve", "--backend", "nosuch"], ["local", "docker", "kubernetes"]),
+        (["serve", "--backend", "podman"], ["local", "docker", "kubernetes"]),
+        (
+            ["eval", "--agent", "nosuch"],
+            ["noop", "deny-all", "reference", "solver", "openai", "local"],
+        ),
+        (["factory", "build", "--author", "nosuch"], ["template", "llm"]),
+        (["factory", "list", "/nonexistent", "--split", "nosuch"], ["train", "eval"]),
+        (["factory", "list", "/nonexistent", "--difficulty", "nosuch"], ["easy", "medium", "hard"]),
+        (["factory", "stats", "/nonexistent", "--split", "nosuch"], ["train", "eval"]),
+        (["--log-format", "nosuch", "version"], ["text", "json"]),
+    ],
+)
+def test_a_value_outside_the_choices_is_a_usage_error_naming_them(
+    a01gym: Run, args: list[str], choices: list[str]
+) -> None:
+    done = a01gym(*args)
+    assert done.returncode == 2, done.stderr
+    assert "Usage: a01gym" in done.stderr and "Traceback" not in done.stderr
+    problem = " ".join(done.stderr.replace("│", " ").split())  # unwrapped from its box
+    assert re.search(r"'(nosuch|podman)' is not one of", problem), done.stderr
+    assert all(f"'{choice}'" in problem for choice in choices), done.stderr
+
+
+@pytest.mark.parametrize(
     ("args", "env", "expected"),
     [
         (["factory", "list", "/nonexistent"], {}, "no scenario cache at /nonexistent"),
         (["factory", "show", "/nonexistent", "abcdef12"], {}, "a01gym factory build"),
-        (
-            ["serve", "--backend", "podman"],
-            {},
-            "'--backend': Input should be 'local', 'docker' or 'kubernetes'",
-        ),
         (["serve", "--port", "99999"], {}, "'--port': Input should be less than or equal"),
         (["serve"], {"A01GYM_GATEWAY__PORT": "99999"}, "'A01GYM_GATEWAY__PORT'"),
         (["serve"], {"A01GYM_GATEWAY__BACKEND": "podman"}, "'A01GYM_GATEWAY__BACKEND'"),

@@ -38,14 +38,18 @@ def test_build_with_a_bad_config_names_the_field(tmp_path: Path) -> None:
     assert "gates.workers" in result.output
 
 
-def test_build_with_a_bad_author_override_names_the_field(tmp_path: Path) -> None:
+def test_build_with_a_bad_author_override_is_a_usage_error_naming_the_choices(
+    tmp_path: Path,
+) -> None:
     path = tmp_path / "ok.yaml"
     path.write_text("count: 1\n")
     result = runner.invoke(
         app, ["build", "-c", str(path), "-o", str(tmp_path / "c"), "--author", "oracle"]
     )
-    assert result.exit_code == 1
-    assert "author.kind" in result.output
+    assert result.exit_code == 2
+    message = " ".join(result.output.replace("│", " ").split())  # unwrapped from its box
+    assert "'oracle' is not one of 'template', 'llm'" in message
+    assert not (tmp_path / "c").exists()
 
 
 def test_list_and_show(tmp_path: Path) -> None:
