@@ -165,8 +165,13 @@ def test_the_llm_author_asks_a_served_real_model_for_a_schema_shaped_draft(
 
 
 def test_the_expert_answers_an_episode_from_a_served_real_model(
-    served: tuple[str, str], cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    served: tuple[str, str],
+    cache: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    request: pytest.FixtureRequest,
 ) -> None:
+    from a01gym import config
     from a01gym.cli.background import gateway_thread
     from a01gym.training import session
 
@@ -176,11 +181,14 @@ def test_the_expert_answers_an_episode_from_a_served_real_model(
         "MODEL": model,
         "TIMEOUT_S": "300",
         "MAX_TOKENS": "48",
+        "MAX_PROMPT_CHARS": "4000",  # a small model's context, and seconds of CPU prefill
     }.items():
         monkeypatch.setenv(f"A01GYM_EXPERT__{key}", value)
+    config.get_settings.cache_clear()  # the gateway reads them through the process settings
+    request.addfinalizer(config.get_settings.cache_clear)  # after monkeypatch's undo
 
     async def ask(url: str) -> tuple[str, str]:
-        episode = session.EpisodeSession(url)
+        episode = session.EpisodeSession(url, message_timeout_s=600)
         try:
             await episode.reset(seed=0, split="train", expert=True, agent="served-expert")
             answer = await episode.step(
