@@ -174,7 +174,7 @@ async def test_a_dropped_and_resumed_episode_scores_as_an_uninterrupted_one(
                 straight = await env.step(action)
 
         env = GenericEnvClient(base_url=url, message_timeout_s=120)
-        token = (await env.reset(seed=11)).observation["result"]["resume_token"]
+        token = (await env.reset(seed=11)).metadata["resume_token"]
         await env.step(actions[0])
         assert env._ws is not None
         await env._ws.close()  # dropped between steps

@@ -12,10 +12,12 @@ frame without a known ``type`` is ``UNKNOWN_TYPE``, as on OpenEnv's server.
 HTTP instead of opening one (``MCPToolClient`` resets over the socket and calls tools over HTTP on
 the same session). The socket ending then only detaches it; ``openenv/session/close`` ends it.
 
-Resume: a reset's observation carries ``result.resume_token``. A client whose socket dropped
-mid-episode connects again and sends ``reset`` with ``{"resume_token": ...}``; instead of a
-new episode it gets the live one back (the reply is the last observation that episode
-produced, which the dropped socket may never have delivered). See ``docs/connecting.md``.
+Resume: a reset's reply carries ``metadata.resume_token`` beside the observation (OpenEnv's
+``StepResult.metadata``), never inside it, so the same seed and scenario give a byte-identical
+first observation. A client whose socket dropped mid-episode connects again and sends ``reset``
+with ``{"resume_token": ...}``; instead of a new episode it gets the live one back (the reply
+is the last observation that episode produced, which the dropped socket may never have
+delivered). See ``docs/connecting.md``.
 """
 
 from __future__ import annotations
@@ -106,15 +108,14 @@ class _Resumed:
 async def _reset(ctx: GatewayContext, session: Session, data: dict[str, Any]) -> Any:
     if "resume_token" in data:
         if set(data) != {"resume_token"} or not isinstance(data["resume_token"], str):
-            raise EpisodeError("resume takes only resume_token (a string from result)")
+            raise EpisodeError("resume takes only resume_token (from the reset reply's metadata)")
         resumed = await ctx.sessions.resume(session, data["resume_token"])
         assert resumed.last_frame is not None  # resume() refuses sessions without one
         return _Resumed(resumed, resumed.last_frame)
     wire = await ctx.reset(session, data)
     token = ctx.sessions.token(session)
-    result = wire["observation"].get("result")
-    if token is not None and (result is None or isinstance(result, dict)):
-        wire["observation"]["result"] = {**(result or {}), "resume_token": token}
+    if token is not None:
+        wire = {**wire, "metadata": {"resume_token": token}}
     return _observation(wire)
 
 
