@@ -404,9 +404,9 @@ class A01Environment:
         episode, self._episode = self._episode, None
         if episode is None:
             return
+        if episode.log is not None:  # first: nothing below may be cut short before it
+            episode.log.close()
+            episode.log = None
         if episode.sandbox is not None:
             sandbox, episode.sandbox = episode.sandbox, None
             await self.runtime.releases.release(sandbox)
-        if episode.log is not None:
-            episode.log.close()
-            episode.log = None
