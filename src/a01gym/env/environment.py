@@ -176,10 +176,6 @@ class A01Environment:
                 spares.make_room()
         if sandbox is None:
             sandbox = await warm.prepare(self.runtime.backend, bundle)
-        if digest not in self.runtime.routes:
-            routes = await grading.fetch_routes(sandbox)
-            if routes is not None:
-                self.runtime.routes[digest] = routes
         episode_id = params.episode_id or uuid.uuid4().hex
         section = experttool.briefing_note(expert_calls) if expert_calls else ""
         text, result = briefing.render(bundle, expert_section=section)
