@@ -314,10 +314,10 @@ class A01Environment:
         try:
             outcome = await tools.execute(action, episode.sandbox.client, ctx)
             if outcome.changed_files:
-                await self._remember(episode, action)
+                episode.remember(action)
             return outcome
         except SandboxCapacityError as exc:  # no turn to restart the app in time: not lost
-            await self._remember(episode, action)
+            episode.remember(action)
             return tools.ToolOutcome.fail(
                 models.ErrorCode.APP_TIMEOUT,
                 f"the file was changed, but the app could not restart: {exc}. It still runs "
@@ -326,13 +326,6 @@ class A01Environment:
         except SandboxError as exc:
             logger.warning("episode %s: sandbox failed: %s", episode.episode_id, exc)
             return await recovery.replace_sandbox(self.runtime, episode, exc)
-
-    async def _remember(self, episode: Episode, action: BaseModel) -> None:
-        assert episode.sandbox is not None
-        if isinstance(action, models.WriteFile):
-            episode.overlay[action.path] = action.content
-        elif isinstance(action, models.EditFile):
-            episode.overlay[action.path] = await episode.sandbox.client.read_file(action.path)
 
     # -- terminal ----------------------------------------------------------------------------
     async def _terminal(

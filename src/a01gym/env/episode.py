@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from a01gym.env import models
 from a01gym.env.logger import AGENT_PATTERN, EPISODE_ID_PATTERN, EpisodeLog
 from a01gym.sandbox.backend import Sandbox
-from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.bundle import Bundle, safe_relative_path
 
 __all__ = ["Episode", "ExpertCall", "ResetParams", "StepOutcome", "note_ignored"]
 
@@ -111,7 +111,13 @@ class ExpertCall:
 
 @dataclasses.dataclass
 class Episode:
-    """A running episode: its scenario, sandbox, counters, file overlay and history."""
+    """A running episode: its scenario, sandbox, counters, file overlay and history.
+
+    ``overlay`` is the agent's diff, the one record of it: every file the agent wrote or
+    edited, with its content now. It is kept here, from the actions themselves, because the
+    agent's tools are the only writers of a workspace (the app sees it read-only), so grading,
+    the logs and a replacement sandbox all read it without asking the sandbox.
+    """
 
     episode_id: str
     bundle: Bundle
@@ -132,6 +138,19 @@ class Episode:
     done: bool = False
     reward: float | None = None
     recovered: bool = False
+
+    def remember(self, action: BaseModel) -> None:
+        """Record a write or edit the sandbox accepted: for an edit, the same single
+        replacement the supervisor made, on the content this episode already knows."""
+        if not isinstance(action, models.WriteFile | models.EditFile):
+            return
+        path = safe_relative_path(action.path)
+        if isinstance(action, models.WriteFile):
+            self.overlay[path] = action.content
+            return
+        known = self.overlay.get(path)
+        text = known if known is not None else self.bundle.workspace[path].decode()
+        self.overlay[path] = text.replace(action.old, action.new, 1)
 
     @property
     def max_steps(self) -> int:

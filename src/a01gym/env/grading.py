@@ -1,7 +1,7 @@
 """The terminal step's grading: the episode's files, a fresh sandbox, the hidden run, the reward.
 
-:func:`grade` takes the episode's changed files (read from its sandbox, or the overlay of what
-the agent wrote if that sandbox is gone), overlays them on the pristine workspace, has
+:func:`grade` takes the episode's changed files (its overlay, the one record of the agent's
+diff: see :class:`~a01gym.env.episode.Episode`), overlays them on the pristine workspace, has
 :func:`a01gym.sandbox.verification.verify` run the hidden tests on a *fresh* sandbox with a
 re-randomised world, and turns the report into a reward with :mod:`a01gym.env.reward` plus the
 expert shaping of :mod:`a01gym.env.shaping` (reported apart, never added to the reward). While
@@ -103,20 +103,13 @@ async def grade(runtime: EnvRuntime, episode: Episode) -> Grade:
     settings = runtime.grading
     loop = asyncio.get_running_loop()
     deadline = loop.time() + settings.deadline_s
-    changes: dict[str, str | None] = dict(episode.overlay)
+    changes: dict[str, str | None] = {p: c for p, c in episode.overlay.items() if not _is_cache(p)}
     routes: asyncio.Task[list[str]] | None = None
     sandbox, episode.sandbox = episode.sandbox, None
     if sandbox is not None:
-        try:
-            async with asyncio.timeout_at(deadline):
-                changes.update(await sandbox.client.changes())
-        except (SandboxError, TimeoutError) as exc:
-            # The overlay still holds every file the agent wrote through its tools.
-            logger.warning("episode %s: could not read changes: %r", episode.episode_id, exc)
         # Removed routes are looked up on the episode's sandbox while grading runs.
         baseline = frozenset(manifest.routes) if changes and manifest.routes else None
         routes = asyncio.create_task(_removed_routes(runtime, sandbox, baseline, deadline))
-    changes = {p: c for p, c in changes.items() if not _is_cache(p)}
     files = episode.bundle.patched_workspace(Patch(files=changes))
     report: verification.Verification | None = None
     spares = runtime.spares

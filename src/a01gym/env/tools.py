@@ -343,18 +343,25 @@ async def _change(
     else:
         await client.write_file(action.path, action.content)
         done = f"wrote {action.path} ({size} bytes)"
+    try:
+        outcome = await _restarted(client, action.path, done)
+    except ControlError as exc:
+        outcome = _control_failure(exc)
+    outcome.changed_files = True  # the file changed, whatever the restart did
+    return outcome
+
+
+async def _restarted(client: SupervisorClient, path: str, done: str) -> ToolOutcome:
     status = await client.restart_app()
-    result = {"path": action.path, "app": status.model_dump(mode="json")}
+    result = {"path": path, "app": status.model_dump(mode="json")}
     if status.state is protocol.AppState.RUNNING:
         return await _check_request(client, done, result)
     error = status.error or f"app state {status.state}"
-    outcome = ToolOutcome.fail(
+    return ToolOutcome.fail(
         models.ErrorCode.APP_START_FAILED,
         f"{done}, but the app failed to start:\n{error}",
         result,
     )
-    outcome.changed_files = True
-    return outcome
 
 
 RESTART_CHECK = "/openapi.json"
@@ -375,17 +382,14 @@ async def _check_request(
             f"{done}; the app restarted cleanly and serves requests "
             f"(GET {RESTART_CHECK}: HTTP {response.status})",
             result,
-            changed_files=True,
         )
     log = f"\nThe app logged:\n{response.app_log}" if response.app_log else ""
-    outcome = ToolOutcome.fail(
+    return ToolOutcome.fail(
         models.ErrorCode.APP_BROKEN,
         f"{done}; the app started, but GET {RESTART_CHECK} answers HTTP {response.status}, "
         f"so a route or model is broken{log}",
         result,
     )
-    outcome.changed_files = True
-    return outcome
 
 
 async def _run_tests(client: SupervisorClient, ctx: ToolContext) -> ToolOutcome:

@@ -1,0 +1,43 @@
+"""The episode's overlay is the agent's diff: what the sandbox's workspace holds, kept without
+asking the sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from a01gym.env import models
+from a01gym.env.episode import Episode
+from a01gym.sandbox.workspace import Workspace
+from a01gym.scenario.bundle import Bundle
+
+NOTES = "app/routers/notes.py"
+
+
+def _episode(bundle: Bundle) -> Episode:
+    return Episode(episode_id="e", bundle=bundle, split="train", seed=1, sandbox=None, log=None)
+
+
+def test_the_overlay_holds_exactly_what_the_sandbox_workspace_holds(
+    idor_bundle: Bundle, tmp_path: Path
+) -> None:
+    workspace = Workspace(tmp_path / "ws", max_file_bytes=1 << 20)
+    workspace.load(idor_bundle.workspace)
+    episode = _episode(idor_bundle)
+    line = idor_bundle.workspace[NOTES].decode().splitlines()[0]
+    actions = [
+        models.EditFile(tool="edit_file", path=f"./{NOTES}", old=line, new=line + "  # one"),
+        models.EditFile(tool="edit_file", path=NOTES, old="# one", new="# two"),
+        models.WriteFile(tool="write_file", path="app/extra.py", content="X = 1\n"),
+        models.EditFile(tool="edit_file", path="app/extra.py", old="1", new="2"),
+    ]
+    for action in actions:  # the supervisor's own operations, then the episode's record
+        if isinstance(action, models.EditFile):
+            workspace.edit(action.path, action.old, action.new)
+        else:
+            workspace.write(action.path, action.content)
+        episode.remember(action)
+    assert episode.overlay == workspace.changes()
+    assert set(episode.overlay) == {NOTES, "app/extra.py"}
+    assert episode.overlay["app/extra.py"] == "X = 2\n"
+    episode.remember(models.ReadFile(tool="read_file", path=NOTES))  # not a change
+    assert set(episode.overlay) == {NOTES, "app/extra.py"}
