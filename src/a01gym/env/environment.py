@@ -191,12 +191,14 @@ class A01Environment:
             expert_calls_allowed=expert_calls,
         )
         self._episode = episode
-        observation = models.A01Observation(
-            output=text,
-            result=result,
-            phase=episode.phase,
-            steps_left=episode.steps_left,
-            metadata={"task": text},
+        outcome = StepOutcome(
+            models.A01Observation(
+                output=text,
+                result=result,
+                phase=episode.phase,
+                steps_left=episode.steps_left,
+                metadata={"task": text},
+            )
         )
         if episode.log is not None:
             episode.log.reset(
@@ -204,7 +206,7 @@ class A01Environment:
                 split=entry.split,
                 briefing=text,
                 ms=(time.perf_counter() - started) * 1000,
-                observation=StepOutcome(observation).wire()["observation"],
+                observation=outcome.wire()["observation"],
             )
         logger.info(
             "episode %s started on scenario %s (expert questions: %d)",
@@ -212,7 +214,7 @@ class A01Environment:
             digest[:12],
             expert_calls,
         )
-        return StepOutcome(observation)
+        return outcome
 
     # -- steps -------------------------------------------------------------------------------
     def _reply(

@@ -9,6 +9,7 @@ recovery (:mod:`a01gym.env.recovery`) share while an episode runs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -62,21 +63,29 @@ class ResetParams(BaseModel):
         return cls.model_validate(known), ignored[:_MAX_IGNORED]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class StepOutcome:
-    """One reply: the observation plus the envelope's ``reward`` and ``done``."""
+    """One reply: the observation plus the envelope's ``reward`` and ``done``.
+
+    Frozen, so its wire payload is built once however many readers it has (the episode log,
+    the gateway's reply and its metrics); readers must not change the payload.
+    """
 
     observation: models.A01Observation
     reward: float | None = None
     done: bool = False
 
-    def wire(self) -> dict[str, Any]:
-        """OpenEnv's ``{"observation", "reward", "done"}`` payload."""
+    @functools.cached_property
+    def _payload(self) -> dict[str, Any]:
         return {
             "observation": self.observation.model_dump(mode="json", by_alias=True),
             "reward": self.reward,
             "done": self.done,
         }
+
+    def wire(self) -> dict[str, Any]:
+        """OpenEnv's ``{"observation", "reward", "done"}`` payload (built on first use)."""
+        return self._payload
 
 
 def note_ignored(outcome: StepOutcome, ignored: list[str]) -> StepOutcome:

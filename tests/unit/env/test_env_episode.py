@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from a01gym.env import models
-from a01gym.env.episode import Episode
+from a01gym.env.episode import Episode, StepOutcome
 from a01gym.sandbox.workspace import Workspace
 from a01gym.scenario.bundle import Bundle
 
@@ -41,3 +41,18 @@ def test_the_overlay_holds_exactly_what_the_sandbox_workspace_holds(
     assert episode.overlay["app/extra.py"] == "X = 2\n"
     episode.remember(models.ReadFile(tool="read_file", path=NOTES))  # not a change
     assert set(episode.overlay) == {NOTES, "app/extra.py"}
+
+
+def test_a_reply_builds_its_wire_payload_once() -> None:
+    """The log, the gateway's reply and its metrics read one payload: one serialisation of
+    the observation per step, not one per reader."""
+    outcome = StepOutcome(
+        models.A01Observation(output="x", phase=models.Phase.EXPLORE, steps_left=3), 0.5, True
+    )
+    first = outcome.wire()
+    assert outcome.wire() is first
+    assert first == {
+        "observation": outcome.observation.model_dump(mode="json", by_alias=True),
+        "reward": 0.5,
+        "done": True,
+    }
