@@ -37,19 +37,17 @@ logger = logging.getLogger(__name__)
 
 
 class A01Environment:
-    """One session's environment. Calls are serialised; all methods are async-safe."""
+    """One session's environment. Calls are serialised on :attr:`lock`, the session's one
+    lock: the gateway waits on it (a resume) and reads it (the reaper), never takes it around
+    a call, so all methods are async-safe."""
 
     def __init__(self, runtime: EnvRuntime) -> None:
         self.runtime = runtime
+        self.lock = asyncio.Lock()
         self._episode: Episode | None = None
-        self._lock = asyncio.Lock()
         self._closed = False
 
     # -- public API --------------------------------------------------------------------------
-    @property
-    def busy(self) -> bool:
-        return self._lock.locked()
-
     @property
     def episode_id(self) -> str | None:
         return self._episode.episode_id if self._episode else None
@@ -67,7 +65,7 @@ class A01Environment:
             ConfigError: when the reset asks for the expert and none is configured.
         """
         params, ignored = ResetParams.parse(kwargs)
-        async with self._lock:
+        async with self.lock:
             if self._closed:
                 raise EpisodeError("this environment is closed")
             await self._abandon()
@@ -75,7 +73,7 @@ class A01Environment:
 
     async def step(self, data: Any) -> StepOutcome:
         """Run one action (any JSON value; invalid ones become error observations)."""
-        async with self._lock:
+        async with self.lock:
             action, failure = tools.parse_action(data)
             return await self._step(data, action, failure)
 
@@ -83,7 +81,7 @@ class A01Environment:
         self, name: str, arguments: dict[str, Any] | None
     ) -> tuple[StepOutcome, dict[str, str] | None]:
         """Run a tool by MCP name; the second value is an MCP-level error, if any."""
-        async with self._lock:
+        async with self.lock:
             record = {"tool": name, **(arguments or {})}
             if name not in models.TOOL_NAMES:
                 failure = tools.ToolOutcome.fail(
@@ -131,7 +129,7 @@ class A01Environment:
 
     async def close(self) -> None:
         """End any running episode ungraded and release its sandbox. Idempotent."""
-        async with self._lock:
+        async with self.lock:
             self._closed = True
             await self._abandon()
 

@@ -35,7 +35,7 @@ from a01gym.errors import EpisodeError
 from a01gym.gateway import faults
 from a01gym.gateway.context import GatewayContext, tool_result
 from a01gym.gateway.routes import frames, mcp
-from a01gym.gateway.sessions import Session
+from a01gym.gateway.sessions import Session, SessionState
 
 __all__ = ["handle_message", "router"]
 
@@ -207,13 +207,15 @@ async def ws_session(websocket: WebSocket) -> None:
             text = await frames.receive(websocket)
             if text is None:
                 break
-            async with session.turn:
-                reply = await handle_message(ctx, session, text)
-                if isinstance(reply, _Resumed):
-                    session, reply = reply.session, reply.frame
-                    attachment = session.attach(lambda: websocket.close(1000))
-                elif isinstance(reply, dict) and reply["type"] == "observation":
-                    session.last_frame = reply  # kept before sending: the send may fail
+            reply = await handle_message(ctx, session, text)
+            if isinstance(reply, _Resumed):
+                session, reply = reply.session, reply.frame
+                attachment = session.attach(lambda: websocket.close(1000))
+            elif isinstance(reply, dict) and reply["type"] == "observation":
+                # Kept before sending (the send may fail), with no await since the call that
+                # made it released the environment's lock: a resume waiting on that lock
+                # always finds it.
+                session.last_frame = reply
             if reply is _CLOSE:
                 clean = True
                 break
@@ -223,14 +225,7 @@ async def ws_session(websocket: WebSocket) -> None:
     except Exception as exc:  # the socket went away mid-send
         logger.debug("session %s transport ended: %s", session.id, exc)
     finally:
-        if session.attached and not session.close_pending:
-            # An HTTP session's socket only detaches; openenv/session/close ends the session.
-            session.attached, session.closer = False, None
-        elif session.close_pending:
-            await ctx.sessions.close(session)
-        else:
-            # Closed, or kept for a resume when it dropped mid-episode.
-            await ctx.sessions.disconnect(session, attachment, clean=clean)
+        await ctx.sessions.transport_ended(session, attachment, clean=clean)
         with contextlib.suppress(Exception):
             await websocket.close(1000)
 
@@ -275,11 +270,11 @@ async def _attach(ctx: GatewayContext, websocket: WebSocket, session_id: str) ->
             f"Unknown session_id: {session_id[:64]!r}; create one with the JSON-RPC method "
             "openenv/session/create on POST /mcp, or connect to /ws without session_id"
         )
-    elif session.attached:
+    elif session.state is not SessionState.OPEN:
         problem = f"Session {session_id} already has an attached WebSocket"
     if problem is not None:
         await _refuse(ctx, websocket, faults.Fault(faults.SESSION_ERROR, 409, problem, -32000))
         return None
-    session.attached = True
+    session.move(SessionState.ATTACHED)
     session.touch()
     return session
