@@ -1,9 +1,11 @@
 """One episode at a time: reset → tool steps → terminal grading, on a warm sandbox.
 
 :class:`A01Environment` is what the gateway holds per session. ``reset`` asks the
-:class:`~a01gym.env.sampler.CurriculumSampler` for a scenario, loads its workspace into a
-sandbox from the shared :class:`~a01gym.env.runtime.EnvRuntime`'s backend, starts the app, seeds
-the agent's (visible) world and answers with :mod:`a01gym.env.briefing`'s first observation.
+:class:`~a01gym.env.sampler.CurriculumSampler` for a scenario, loads its workspace into a warm
+sandbox from the shared :class:`~a01gym.env.runtime.EnvRuntime`'s backend and answers with
+:mod:`a01gym.env.briefing`'s first observation, which needs nothing from the running app: the
+app starts and the agent's (visible) world is seeded in the background
+(:mod:`a01gym.env.appstart`), and the first tool that needs the app waits for it.
 Each ``step`` validates one action and dispatches it: workspace and app tools to
 :mod:`a01gym.env.tools` in the sandbox, ``ask_expert`` to :mod:`a01gym.env.experttool` on this
 side, ``submit`` (or the budget running out) to :mod:`a01gym.env.grading`. Until the terminal
@@ -25,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from a01gym.env import briefing, experttool, grading, models, recovery, tools, warm
+from a01gym.env import appstart, briefing, experttool, grading, models, recovery, tools, warm
 from a01gym.env.episode import Episode, ResetParams, StepOutcome, note_ignored
 from a01gym.env.logger import verification_document
 from a01gym.env.runtime import EnvRuntime
@@ -172,8 +174,10 @@ class A01Environment:
             spares.want(bundle, warm.Kind.GRADING)  # ready by the time this episode ends
             if sandbox is None:
                 spares.make_room()
-        if sandbox is None:
-            sandbox = await warm.prepare(self.runtime.backend, bundle)
+        app_start = None
+        if sandbox is None:  # the app starts meanwhile; the first tool that needs it waits
+            sandbox = await warm.load(self.runtime.backend, bundle)
+            app_start = appstart.AppStart(sandbox, bundle)
         episode_id = params.episode_id or uuid.uuid4().hex
         section = experttool.briefing_note(expert_calls) if expert_calls else ""
         text, result = briefing.render(bundle, expert_section=section)
@@ -187,6 +191,7 @@ class A01Environment:
             log=self.runtime.logger.open(episode_id, scenario=digest, agent=params.agent),
             briefing=text,
             expert_calls_allowed=expert_calls,
+            app_start=app_start,
         )
         self._episode = episode
         outcome = StepOutcome(
@@ -312,6 +317,12 @@ class A01Environment:
         if episode.sandbox is None:
             return tools.ToolOutcome.fail(models.ErrorCode.SANDBOX_LOST, "no sandbox")
         try:
+            if episode.app_start is not None and appstart.needs_app(action):
+                waited = await episode.app_start.wait()
+                if episode.app_start.finished:
+                    episode.app_start = None
+                if waited is not None:
+                    return waited
             outcome = await tools.execute(action, episode.sandbox.client, ctx)
             if outcome.changed_files:
                 episode.remember(action)
@@ -333,6 +344,7 @@ class A01Environment:
     ) -> StepOutcome:
         episode.done = True
         episode.phase = models.Phase.DONE
+        await _stop_app_start(episode)
         graded = await grading.grade(self.runtime, episode)
         breakdown = graded.breakdown
         episode.reward = breakdown.reward
@@ -393,9 +405,16 @@ class A01Environment:
         episode, self._episode = self._episode, None
         if episode is None:
             return
+        await _stop_app_start(episode)
         if episode.log is not None:  # first: nothing below may be cut short before it
             episode.log.close()
             episode.log = None
         if episode.sandbox is not None:
             sandbox, episode.sandbox = episode.sandbox, None
             await self.runtime.releases.release(sandbox)
+
+
+async def _stop_app_start(episode: Episode) -> None:
+    start, episode.app_start = episode.app_start, None
+    if start is not None:
+        await start.cancel()

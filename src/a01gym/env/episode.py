@@ -15,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from a01gym.env import models
+from a01gym.env.appstart import AppStart
 from a01gym.env.logger import AGENT_PATTERN, EPISODE_ID_PATTERN, EpisodeLog
 from a01gym.sandbox.backend import Sandbox
 from a01gym.scenario.bundle import Bundle, safe_relative_path
@@ -147,6 +148,7 @@ class Episode:
     done: bool = False
     reward: float | None = None
     recovered: bool = False
+    app_start: AppStart | None = None  # the app still starting; None once it serves
 
     def remember(self, action: BaseModel) -> None:
         """Record a write or edit the sandbox accepted: for an edit, the same single
