@@ -70,7 +70,7 @@ class A01Environment:
         async with self.lock:
             if self._closed:
                 raise EpisodeError("this environment is closed")
-            await self._abandon()
+            await self._abandon(wait=False)  # the new episode need not wait for the teardown
             return note_ignored(await self._reset(params), ignored)
 
     async def step(self, data: Any) -> StepOutcome:
@@ -401,7 +401,9 @@ class A01Environment:
             )
 
     # -- teardown ----------------------------------------------------------------------------
-    async def _abandon(self) -> None:
+    async def _abandon(self, *, wait: bool = True) -> None:
+        """End the current episode ungraded; its sandbox is released now, or with ``wait``
+        False in the background (``runtime.close`` still waits for it)."""
         episode, self._episode = self._episode, None
         if episode is None:
             return
@@ -411,7 +413,10 @@ class A01Environment:
             episode.log = None
         if episode.sandbox is not None:
             sandbox, episode.sandbox = episode.sandbox, None
-            await self.runtime.releases.release(sandbox)
+            if wait:
+                await self.runtime.releases.release(sandbox)
+            else:
+                await self.runtime.release_later(sandbox)
 
 
 async def _stop_app_start(episode: Episode) -> None:
