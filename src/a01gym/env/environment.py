@@ -312,7 +312,10 @@ class A01Environment:
 
     async def _run(self, episode: Episode, action: BaseModel) -> tools.ToolOutcome:
         ctx = tools.ToolContext(
-            bundle=episode.bundle, max_write_bytes=episode.bundle.manifest.budget.max_write_bytes
+            bundle=episode.bundle,
+            max_write_bytes=episode.bundle.manifest.budget.max_write_bytes,
+            files=episode.file,
+            max_read_bytes=self.runtime.max_read_bytes,
         )
         if episode.sandbox is None:
             return tools.ToolOutcome.fail(models.ErrorCode.SANDBOX_LOST, "no sandbox")

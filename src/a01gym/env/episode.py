@@ -150,6 +150,15 @@ class Episode:
     recovered: bool = False
     app_start: AppStart | None = None  # the app still starting; None once it serves
 
+    def file(self, path: str) -> bytes | None:
+        """The workspace file at ``path`` as the sandbox holds it now (None: no such file):
+        the bundle's, or the agent's version from the overlay."""
+        path = safe_relative_path(path)
+        if path in self.overlay:
+            content = self.overlay[path]
+            return None if content is None else content.encode()
+        return self.bundle.workspace.get(path)
+
     def remember(self, action: BaseModel) -> None:
         """Record a write or edit the sandbox accepted: for an edit, the same single
         replacement the supervisor made, on the content this episode already knows."""

@@ -32,6 +32,10 @@ class EnvRuntime:
     grading: config.GradingSettings = dataclasses.field(
         default_factory=lambda: config.get_settings().grading
     )
+    max_read_bytes: int = dataclasses.field(
+        default_factory=lambda: config.get_settings().sandbox.max_file_bytes
+    )
+    """The largest file ``read_file`` shows, the sandbox's own limit (read here, not there)."""
     expert_settings: ExpertSettings = dataclasses.field(
         default_factory=lambda: config.get_settings().expert
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -104,10 +105,17 @@ class ToolOutcome:
 
 @dataclasses.dataclass(frozen=True)
 class ToolContext:
-    """What tools need to know about the episode besides the sandbox."""
+    """What tools need to know about the episode besides the sandbox.
+
+    ``files`` answers ``read_file`` on this side, with no round trip to the sandbox: the
+    workspace is the bundle's plus the agent's own writes (the episode's overlay), since the
+    agent's tools are its only writers. Without it, the sandbox is asked.
+    """
 
     bundle: Bundle
     max_write_bytes: int
+    files: Callable[[str], bytes | None] | None = None
+    max_read_bytes: int = 256 * 1024
 
 
 def tool_specs() -> list[dict[str, Any]]:
@@ -188,7 +196,7 @@ async def execute(action: BaseModel, client: SupervisorClient, ctx: ToolContext)
             case models.ListFiles():
                 return await _list_files(client)
             case models.ReadFile():
-                return await _read_file(client, action)
+                return await _read_file(client, action, ctx)
             case models.Search():
                 return await _search(client, action)
             case models.HttpRequest():
@@ -219,12 +227,39 @@ async def _list_files(client: SupervisorClient) -> ToolOutcome:
     )
 
 
-async def _read_file(client: SupervisorClient, action: models.ReadFile) -> ToolOutcome:
+def _text(ctx: ToolContext, path: str) -> str:
+    """The file's text, with the sandbox's own checks and errors (``Workspace.read``).
+
+    Raises:
+        ControlError: not found, too large, not UTF-8.
+    """
+    assert ctx.files is not None
+    data = ctx.files(path)
+    if data is None:
+        raise ControlError(
+            protocol.ErrorCode.NOT_FOUND, f"no file {path!r}; list_files shows what exists"
+        )
+    if len(data) > ctx.max_read_bytes:
+        raise ControlError(
+            protocol.ErrorCode.TOO_LARGE, f"{path!r} is larger than {ctx.max_read_bytes} bytes"
+        )
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise ControlError(protocol.ErrorCode.NOT_TEXT, f"{path!r} is not UTF-8 text") from None
+
+
+async def _read_file(
+    client: SupervisorClient, action: models.ReadFile, ctx: ToolContext
+) -> ToolOutcome:
     if (bad := _check_path(action.path)) is not None:
         return bad
     if action.start_line and action.end_line and action.end_line < action.start_line:
         return ToolOutcome.fail(models.ErrorCode.INVALID_ACTION, "end_line is before start_line")
-    content = await client.read_file(action.path)
+    if ctx.files is not None:
+        content = _text(ctx, action.path)
+    else:
+        content = await client.read_file(action.path)
     lines = content.splitlines()
     if action.start_line and action.start_line > max(len(lines), 1):
         return ToolOutcome.fail(

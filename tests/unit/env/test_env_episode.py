@@ -3,11 +3,13 @@ asking the sandbox."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from a01gym.env import models
+from a01gym.env import models, tools
 from a01gym.env.episode import Episode, StepOutcome
-from a01gym.sandbox.workspace import Workspace
+from a01gym.sandbox.client import ControlError
+from a01gym.sandbox.workspace import Workspace, WorkspaceError
 from a01gym.scenario.bundle import Bundle
 
 NOTES = "app/routers/notes.py"
@@ -56,3 +58,31 @@ def test_a_reply_builds_its_wire_payload_once() -> None:
         "reward": 0.5,
         "done": True,
     }
+
+
+def test_read_file_answers_from_the_episode_exactly_as_the_sandbox_would(
+    idor_bundle: Bundle, tmp_path: Path
+) -> None:
+    """read_file needs no round trip: the episode knows the workspace (the bundle plus the
+    agent's writes), and answers with the supervisor's own checks and messages."""
+    extra = {"data/blob.bin": b"\xff\xfe\x00", "data/big.txt": b"x" * 5000}
+    bundle = dataclasses.replace(idor_bundle, workspace={**idor_bundle.workspace, **extra})
+    workspace = Workspace(tmp_path / "ws", max_file_bytes=4096)
+    workspace.load(bundle.workspace)
+    episode = _episode(bundle)
+    write = models.WriteFile(tool="write_file", path="app/new.py", content="N = 1\n")
+    workspace.write(write.path, write.content)
+    episode.remember(write)
+    ctx = tools.ToolContext(
+        bundle=bundle, max_write_bytes=1024, files=episode.file, max_read_bytes=4096
+    )
+    for path in [NOTES, f"./{NOTES}", "app/new.py", "app", "nope.py", *extra]:
+        try:
+            expected = ("ok", workspace.read(path))
+        except WorkspaceError as exc:
+            expected = (exc.code, exc.message)
+        try:
+            got = ("ok", tools._text(ctx, path))
+        except ControlError as exc:
+            got = (exc.code.value, exc.message)
+        assert got == expected, path
