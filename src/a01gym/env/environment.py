@@ -70,7 +70,12 @@ class A01Environment:
         async with self.lock:
             if self._closed:
                 raise EpisodeError("this environment is closed")
-            await self._abandon(wait=False)  # the new episode need not wait for the teardown
+            # The new episode need not wait for the old sandbox's teardown, unless the backend
+            # is full: then its acquire would wait for that slot, inside its own deadline.
+            stats = self.runtime.backend.stats()
+            full = stats.capacity is not None and not stats.idle
+            full = full and stats.in_use + stats.starting >= (stats.capacity or 0)
+            await self._abandon(wait=full)
             return note_ignored(await self._reset(params), ignored)
 
     async def step(self, data: Any) -> StepOutcome:
