@@ -174,7 +174,7 @@ async def test_a_dropped_and_resumed_episode_scores_as_an_uninterrupted_one(
                 straight = await env.step(action)
 
         env = GenericEnvClient(base_url=url, message_timeout_s=120)
-        token = (await env.reset(seed=11)).observation["result"]["resume_token"]
+        token = (await env.reset(seed=11)).metadata["resume_token"]
         await env.step(actions[0])
         assert env._ws is not None
         await env._ws.close()  # dropped between steps
@@ -241,6 +241,8 @@ async def test_an_edit_whose_restart_gets_no_turn_keeps_the_sandbox_and_the_chan
         env = environment.A01Environment(runtime)
         try:
             await env.reset(seed=1)
+            health = {"tool": "http_request", "method": "GET", "path": "/health"}
+            await env.step(health)  # the app has started (a reset does not wait for it)
             spawned = backend.stats().spawned_total
             write = {"tool": "write_file", "path": "app/extra.py", "content": "X = 1\n"}
             turns = [backend.gate.turn() for _ in range(backend.gate.limit)]
@@ -255,6 +257,48 @@ async def test_an_edit_whose_restart_gets_no_turn_keeps_the_sandbox_and_the_chan
             assert backend.stats().spawned_total == spawned  # not treated as a lost sandbox
             outcome = await env.step(write)  # a turn is free again: the app restarts
             assert outcome.observation.error is None
+        finally:
+            await env.close()
+            await runtime.close()
+
+
+async def test_a_reset_never_waits_for_the_app_and_the_first_request_waits_for_it(
+    tmp_path: Path,
+) -> None:
+    """Issue 29 item 3: the first observation needs nothing from the app. With every start
+    turn taken, a reset still answers and files can be read; the first request waits for the
+    app's start, then serves the agent's seeded world."""
+    async with LocalBackend(pool_size=1, acquire_timeout_s=60) as backend:
+        runtime = environment.EnvRuntime(
+            backend=backend,
+            sampler=sampler.CurriculumSampler(sampler.DirectorySource(FIXTURE)),
+            logger=RunLogger(tmp_path),
+        )
+        env = environment.A01Environment(runtime)
+        try:
+            for _ in range(600):  # a warm empty sandbox in the pool
+                if backend.stats().idle:
+                    break
+                await asyncio.sleep(0.05)
+            turns = [backend.gate.turn() for _ in range(backend.gate.limit)]
+            async with contextlib.AsyncExitStack() as hold:  # no app can start meanwhile
+                for turn in turns:
+                    await hold.enter_async_context(turn)
+                first = await env.reset(seed=1)
+                assert "## Files" in first.observation.output
+                read = await env.step({"tool": "read_file", "path": "app/routers/notes.py"})
+                assert read.observation.error is None
+                notes = {"tool": "http_request", "method": "GET", "path": "/notes"}
+                notes["actor"] = "alice"
+                request = asyncio.create_task(env.step(notes))
+                await asyncio.sleep(0.5)
+                assert not request.done()  # waiting for the app's start
+            reply = await request
+            assert reply.observation.error is None
+            assert reply.observation.result["status"] == 200
+            assert json.loads(reply.observation.result["body"])  # alice's notes: a seeded world
+            final = await env.step({"tool": "submit"})
+            assert final.done and final.reward == 0.0
         finally:
             await env.close()
             await runtime.close()

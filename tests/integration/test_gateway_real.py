@@ -71,6 +71,28 @@ async def test_reference_fix_over_ws_scores_one_and_leaves_artifacts(
     assert json.loads(files["summary.json"])["reward"] == 1.0
 
 
+async def test_the_same_seed_gives_a_byte_identical_first_observation(gateway: str) -> None:
+    """Reproducibility (OpenEnv's same-seed contract): two sessions resetting with one seed get
+    the same observation bytes; the per-session resume token travels beside it, in the reply's
+    ``metadata``, and still takes the episode back."""
+    observations, tokens = [], []
+    for _ in range(2):
+        async with GenericEnvClient(base_url=gateway) as env:
+            first = await env.reset(seed=27)
+            observations.append(json.dumps(first.observation).encode())
+            tokens.append(first.metadata["resume_token"])
+    assert observations[0] == observations[1]
+    assert tokens[0] != tokens[1] and tokens[0].encode() not in observations[0]
+    env = GenericEnvClient(base_url=gateway)
+    token = (await env.reset(seed=27)).metadata["resume_token"]
+    assert env._ws is not None
+    await env._ws.close()  # dropped mid-episode
+    async with GenericEnvClient(base_url=gateway) as again:
+        resumed = await again.reset(resume_token=token)
+        assert json.dumps(resumed.observation).encode() == observations[0]
+        assert (await again.step({"tool": "submit"})).done is True
+
+
 async def test_sync_client_no_op_scores_zero(gateway: str) -> None:
     def episode() -> float | None:
         with GenericEnvClient(base_url=gateway).sync() as env:

@@ -1,9 +1,11 @@
 """One episode at a time: reset → tool steps → terminal grading, on a warm sandbox.
 
 :class:`A01Environment` is what the gateway holds per session. ``reset`` asks the
-:class:`~a01gym.env.sampler.CurriculumSampler` for a scenario, loads its workspace into a
-sandbox from the shared :class:`~a01gym.env.runtime.EnvRuntime`'s backend, starts the app, seeds
-the agent's (visible) world and answers with :mod:`a01gym.env.briefing`'s first observation.
+:class:`~a01gym.env.sampler.CurriculumSampler` for a scenario, loads its workspace into a warm
+sandbox from the shared :class:`~a01gym.env.runtime.EnvRuntime`'s backend and answers with
+:mod:`a01gym.env.briefing`'s first observation, which needs nothing from the running app: the
+app starts and the agent's (visible) world is seeded in the background
+(:mod:`a01gym.env.appstart`), and the first tool that needs the app waits for it.
 Each ``step`` validates one action and dispatches it: workspace and app tools to
 :mod:`a01gym.env.tools` in the sandbox, ``ask_expert`` to :mod:`a01gym.env.experttool` on this
 side, ``submit`` (or the budget running out) to :mod:`a01gym.env.grading`. Until the terminal
@@ -25,7 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from a01gym.env import briefing, experttool, grading, models, recovery, tools, warm
+from a01gym.env import appstart, briefing, experttool, grading, models, recovery, tools, warm
 from a01gym.env.episode import Episode, ResetParams, StepOutcome, note_ignored
 from a01gym.env.logger import verification_document
 from a01gym.env.runtime import EnvRuntime
@@ -37,19 +39,17 @@ logger = logging.getLogger(__name__)
 
 
 class A01Environment:
-    """One session's environment. Calls are serialised; all methods are async-safe."""
+    """One session's environment. Calls are serialised on :attr:`lock`, the session's one
+    lock: the gateway waits on it (a resume) and reads it (the reaper), never takes it around
+    a call, so all methods are async-safe."""
 
     def __init__(self, runtime: EnvRuntime) -> None:
         self.runtime = runtime
+        self.lock = asyncio.Lock()
         self._episode: Episode | None = None
-        self._lock = asyncio.Lock()
         self._closed = False
 
     # -- public API --------------------------------------------------------------------------
-    @property
-    def busy(self) -> bool:
-        return self._lock.locked()
-
     @property
     def episode_id(self) -> str | None:
         return self._episode.episode_id if self._episode else None
@@ -67,15 +67,20 @@ class A01Environment:
             ConfigError: when the reset asks for the expert and none is configured.
         """
         params, ignored = ResetParams.parse(kwargs)
-        async with self._lock:
+        async with self.lock:
             if self._closed:
                 raise EpisodeError("this environment is closed")
-            await self._abandon()
+            # The new episode need not wait for the old sandbox's teardown, unless the backend
+            # is full: then its acquire would wait for that slot, inside its own deadline.
+            stats = self.runtime.backend.stats()
+            full = stats.capacity is not None and not stats.idle
+            full = full and stats.in_use + stats.starting >= (stats.capacity or 0)
+            await self._abandon(wait=full)
             return note_ignored(await self._reset(params), ignored)
 
     async def step(self, data: Any) -> StepOutcome:
         """Run one action (any JSON value; invalid ones become error observations)."""
-        async with self._lock:
+        async with self.lock:
             action, failure = tools.parse_action(data)
             return await self._step(data, action, failure)
 
@@ -83,7 +88,7 @@ class A01Environment:
         self, name: str, arguments: dict[str, Any] | None
     ) -> tuple[StepOutcome, dict[str, str] | None]:
         """Run a tool by MCP name; the second value is an MCP-level error, if any."""
-        async with self._lock:
+        async with self.lock:
             record = {"tool": name, **(arguments or {})}
             if name not in models.TOOL_NAMES:
                 failure = tools.ToolOutcome.fail(
@@ -131,7 +136,7 @@ class A01Environment:
 
     async def close(self) -> None:
         """End any running episode ungraded and release its sandbox. Idempotent."""
-        async with self._lock:
+        async with self.lock:
             self._closed = True
             await self._abandon()
 
@@ -174,12 +179,10 @@ class A01Environment:
             spares.want(bundle, warm.Kind.GRADING)  # ready by the time this episode ends
             if sandbox is None:
                 spares.make_room()
-        if sandbox is None:
-            sandbox = await warm.prepare(self.runtime.backend, bundle)
-        if digest not in self.runtime.routes:
-            routes = await grading.fetch_routes(sandbox)
-            if routes is not None:
-                self.runtime.routes[digest] = routes
+        app_start = None
+        if sandbox is None:  # the app starts meanwhile; the first tool that needs it waits
+            sandbox = await warm.load(self.runtime.backend, bundle)
+            app_start = appstart.AppStart(sandbox, bundle)
         episode_id = params.episode_id or uuid.uuid4().hex
         section = experttool.briefing_note(expert_calls) if expert_calls else ""
         text, result = briefing.render(bundle, expert_section=section)
@@ -193,14 +196,17 @@ class A01Environment:
             log=self.runtime.logger.open(episode_id, scenario=digest, agent=params.agent),
             briefing=text,
             expert_calls_allowed=expert_calls,
+            app_start=app_start,
         )
         self._episode = episode
-        observation = models.A01Observation(
-            output=text,
-            result=result,
-            phase=episode.phase,
-            steps_left=episode.steps_left,
-            metadata={"task": text},
+        outcome = StepOutcome(
+            models.A01Observation(
+                output=text,
+                result=result,
+                phase=episode.phase,
+                steps_left=episode.steps_left,
+                metadata={"task": text},
+            )
         )
         if episode.log is not None:
             episode.log.reset(
@@ -208,7 +214,7 @@ class A01Environment:
                 split=entry.split,
                 briefing=text,
                 ms=(time.perf_counter() - started) * 1000,
-                observation=StepOutcome(observation).wire()["observation"],
+                observation=outcome.wire()["observation"],
             )
         logger.info(
             "episode %s started on scenario %s (expert questions: %d)",
@@ -216,7 +222,7 @@ class A01Environment:
             digest[:12],
             expert_calls,
         )
-        return StepOutcome(observation)
+        return outcome
 
     # -- steps -------------------------------------------------------------------------------
     def _reply(
@@ -311,17 +317,26 @@ class A01Environment:
 
     async def _run(self, episode: Episode, action: BaseModel) -> tools.ToolOutcome:
         ctx = tools.ToolContext(
-            bundle=episode.bundle, max_write_bytes=episode.bundle.manifest.budget.max_write_bytes
+            bundle=episode.bundle,
+            max_write_bytes=episode.bundle.manifest.budget.max_write_bytes,
+            files=episode.file,
+            max_read_bytes=self.runtime.max_read_bytes,
         )
         if episode.sandbox is None:
             return tools.ToolOutcome.fail(models.ErrorCode.SANDBOX_LOST, "no sandbox")
         try:
+            if episode.app_start is not None and appstart.needs_app(action):
+                waited = await episode.app_start.wait()
+                if episode.app_start.finished:
+                    episode.app_start = None
+                if waited is not None:
+                    return waited
             outcome = await tools.execute(action, episode.sandbox.client, ctx)
             if outcome.changed_files:
-                await self._remember(episode, action)
+                episode.remember(action)
             return outcome
         except SandboxCapacityError as exc:  # no turn to restart the app in time: not lost
-            await self._remember(episode, action)
+            episode.remember(action)
             return tools.ToolOutcome.fail(
                 models.ErrorCode.APP_TIMEOUT,
                 f"the file was changed, but the app could not restart: {exc}. It still runs "
@@ -331,19 +346,13 @@ class A01Environment:
             logger.warning("episode %s: sandbox failed: %s", episode.episode_id, exc)
             return await recovery.replace_sandbox(self.runtime, episode, exc)
 
-    async def _remember(self, episode: Episode, action: BaseModel) -> None:
-        assert episode.sandbox is not None
-        if isinstance(action, models.WriteFile):
-            episode.overlay[action.path] = action.content
-        elif isinstance(action, models.EditFile):
-            episode.overlay[action.path] = await episode.sandbox.client.read_file(action.path)
-
     # -- terminal ----------------------------------------------------------------------------
     async def _terminal(
         self, episode: Episode, raw: Any, outcome: tools.ToolOutcome, started: float
     ) -> StepOutcome:
         episode.done = True
         episode.phase = models.Phase.DONE
+        await _stop_app_start(episode)
         graded = await grading.grade(self.runtime, episode)
         breakdown = graded.breakdown
         episode.reward = breakdown.reward
@@ -400,13 +409,25 @@ class A01Environment:
             )
 
     # -- teardown ----------------------------------------------------------------------------
-    async def _abandon(self) -> None:
+    async def _abandon(self, *, wait: bool = True) -> None:
+        """End the current episode ungraded; its sandbox is released now, or with ``wait``
+        False in the background (``runtime.close`` still waits for it)."""
         episode, self._episode = self._episode, None
         if episode is None:
             return
-        if episode.sandbox is not None:
-            sandbox, episode.sandbox = episode.sandbox, None
-            await self.runtime.releases.release(sandbox)
-        if episode.log is not None:
+        await _stop_app_start(episode)
+        if episode.log is not None:  # first: nothing below may be cut short before it
             episode.log.close()
             episode.log = None
+        if episode.sandbox is not None:
+            sandbox, episode.sandbox = episode.sandbox, None
+            if wait:
+                await self.runtime.releases.release(sandbox)
+            else:
+                await self.runtime.release_later(sandbox)
+
+
+async def _stop_app_start(episode: Episode) -> None:
+    start, episode.app_start = episode.app_start, None
+    if start is not None:
+        await start.cancel()

@@ -9,14 +9,16 @@ recovery (:mod:`a01gym.env.recovery`) share while an episode runs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from a01gym.env import models
+from a01gym.env.appstart import AppStart
 from a01gym.env.logger import AGENT_PATTERN, EPISODE_ID_PATTERN, EpisodeLog
 from a01gym.sandbox.backend import Sandbox
-from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.bundle import Bundle, safe_relative_path
 
 __all__ = ["Episode", "ExpertCall", "ResetParams", "StepOutcome", "note_ignored"]
 
@@ -62,21 +64,29 @@ class ResetParams(BaseModel):
         return cls.model_validate(known), ignored[:_MAX_IGNORED]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class StepOutcome:
-    """One reply: the observation plus the envelope's ``reward`` and ``done``."""
+    """One reply: the observation plus the envelope's ``reward`` and ``done``.
+
+    Frozen, so its wire payload is built once however many readers it has (the episode log,
+    the gateway's reply and its metrics); readers must not change the payload.
+    """
 
     observation: models.A01Observation
     reward: float | None = None
     done: bool = False
 
-    def wire(self) -> dict[str, Any]:
-        """OpenEnv's ``{"observation", "reward", "done"}`` payload."""
+    @functools.cached_property
+    def _payload(self) -> dict[str, Any]:
         return {
             "observation": self.observation.model_dump(mode="json", by_alias=True),
             "reward": self.reward,
             "done": self.done,
         }
+
+    def wire(self) -> dict[str, Any]:
+        """OpenEnv's ``{"observation", "reward", "done"}`` payload (built on first use)."""
+        return self._payload
 
 
 def note_ignored(outcome: StepOutcome, ignored: list[str]) -> StepOutcome:
@@ -111,7 +121,13 @@ class ExpertCall:
 
 @dataclasses.dataclass
 class Episode:
-    """A running episode: its scenario, sandbox, counters, file overlay and history."""
+    """A running episode: its scenario, sandbox, counters, file overlay and history.
+
+    ``overlay`` is the agent's diff, the one record of it: every file the agent wrote or
+    edited, with its content now. It is kept here, from the actions themselves, because the
+    agent's tools are the only writers of a workspace (the app sees it read-only), so grading,
+    the logs and a replacement sandbox all read it without asking the sandbox.
+    """
 
     episode_id: str
     bundle: Bundle
@@ -132,6 +148,29 @@ class Episode:
     done: bool = False
     reward: float | None = None
     recovered: bool = False
+    app_start: AppStart | None = None  # the app still starting; None once it serves
+
+    def file(self, path: str) -> bytes | None:
+        """The workspace file at ``path`` as the sandbox holds it now (None: no such file):
+        the bundle's, or the agent's version from the overlay."""
+        path = safe_relative_path(path)
+        if path in self.overlay:
+            content = self.overlay[path]
+            return None if content is None else content.encode()
+        return self.bundle.workspace.get(path)
+
+    def remember(self, action: BaseModel) -> None:
+        """Record a write or edit the sandbox accepted: for an edit, the same single
+        replacement the supervisor made, on the content this episode already knows."""
+        if not isinstance(action, models.WriteFile | models.EditFile):
+            return
+        path = safe_relative_path(action.path)
+        if isinstance(action, models.WriteFile):
+            self.overlay[path] = action.content
+            return
+        known = self.overlay.get(path)
+        text = known if known is not None else self.bundle.workspace[path].decode()
+        self.overlay[path] = text.replace(action.old, action.new, 1)
 
     @property
     def max_steps(self) -> int:

@@ -1,12 +1,12 @@
 """The terminal step's grading: the episode's files, a fresh sandbox, the hidden run, the reward.
 
-:func:`grade` takes the episode's changed files (read from its sandbox, or the overlay of what
-the agent wrote if that sandbox is gone), overlays them on the pristine workspace, has
+:func:`grade` takes the episode's changed files (its overlay, the one record of the agent's
+diff: see :class:`~a01gym.env.episode.Episode`), overlays them on the pristine workspace, has
 :func:`a01gym.sandbox.verification.verify` run the hidden tests on a *fresh* sandbox with a
 re-randomised world, and turns the report into a reward with :mod:`a01gym.env.reward` plus the
 expert shaping of :mod:`a01gym.env.shaping` (reported apart, never added to the reward). While
-the hidden run goes on, the episode's own sandbox is asked which of the original routes it no
-longer serves, then released.
+the hidden run goes on, the episode's own sandbox is asked which routes of the scenario's
+inventory (``Manifest.routes``, recorded at build time) it no longer serves, then released.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from a01gym.sandbox.backend import Sandbox
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.manifest import Patch
 
-__all__ = ["Grade", "fetch_routes", "grade", "unified_diff"]
+__all__ = ["Grade", "grade", "unified_diff"]
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +56,7 @@ def _routes(body: str) -> frozenset[str] | None:
     )
 
 
-async def fetch_routes(sandbox: Sandbox) -> frozenset[str] | None:
+async def _fetch_routes(sandbox: Sandbox) -> frozenset[str] | None:
     """``"METHOD /path"`` of every route the sandbox's app serves, from its OpenAPI document
     (best effort: None when it cannot be read)."""
     try:
@@ -82,13 +82,13 @@ def _is_cache(path: str) -> bool:
 async def _removed_routes(
     runtime: EnvRuntime, sandbox: Sandbox, baseline: frozenset[str] | None, deadline: float
 ) -> list[str]:
-    """Routes of ``baseline`` (the original app's) the episode's app no longer serves, by
-    the grading deadline (best effort); then the episode's sandbox is released."""
+    """Routes of ``baseline`` (the scenario's inventory) the episode's app no longer serves,
+    by the grading deadline (best effort); then the episode's sandbox is released."""
     try:
         if baseline is None:
             return []
         async with asyncio.timeout_at(deadline):
-            current = await fetch_routes(sandbox)
+            current = await _fetch_routes(sandbox)
         return sorted(baseline - current) if current is not None else []
     except TimeoutError:
         return []
@@ -103,20 +103,13 @@ async def grade(runtime: EnvRuntime, episode: Episode) -> Grade:
     settings = runtime.grading
     loop = asyncio.get_running_loop()
     deadline = loop.time() + settings.deadline_s
-    changes: dict[str, str | None] = dict(episode.overlay)
+    changes: dict[str, str | None] = {p: c for p, c in episode.overlay.items() if not _is_cache(p)}
     routes: asyncio.Task[list[str]] | None = None
     sandbox, episode.sandbox = episode.sandbox, None
     if sandbox is not None:
-        try:
-            async with asyncio.timeout_at(deadline):
-                changes.update(await sandbox.client.changes())
-        except (SandboxError, TimeoutError) as exc:
-            # The overlay still holds every file the agent wrote through its tools.
-            logger.warning("episode %s: could not read changes: %r", episode.episode_id, exc)
         # Removed routes are looked up on the episode's sandbox while grading runs.
-        baseline = runtime.routes.get(manifest.content_hash) if changes else None
+        baseline = frozenset(manifest.routes) if changes and manifest.routes else None
         routes = asyncio.create_task(_removed_routes(runtime, sandbox, baseline, deadline))
-    changes = {p: c for p, c in changes.items() if not _is_cache(p)}
     files = episode.bundle.patched_workspace(Patch(files=changes))
     report: verification.Verification | None = None
     spares = runtime.spares

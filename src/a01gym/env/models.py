@@ -271,7 +271,10 @@ class RewardBreakdown(_Wire):
     penalties: RewardPenalties
     invalid_actions: int
     steps_used: int
-    app_started: bool
+    app_started: bool | None = Field(
+        description="Whether the graded app started; null when grading could not run (unknown, "
+        "so no broken-app penalty)."
+    )
     removed_routes: list[str] = Field(default_factory=list)
     tests: list[HiddenTestOutcome] = Field(default_factory=list)
     labels: dict[str, str] = Field(

@@ -32,6 +32,9 @@ async def replace_sandbox(
         EndEpisode: when this episode already used its one replacement, or none could start.
     """
     old, episode.sandbox = episode.sandbox, None
+    start, episode.app_start = episode.app_start, None
+    if start is not None:  # the replacement starts its app below
+        await start.cancel()
     if old is not None:
         await runtime.releases.release(old)
     if episode.recovered:

@@ -31,13 +31,15 @@ def _penalties(
     spec: RewardSpec,
     *,
     invalid_actions: int,
-    app_started: bool,
+    app_started: bool | None,
     removed_routes: Sequence[str],
     steps_used: int,
 ) -> models.RewardPenalties:
+    """The penalties; ``app_started`` None (grading could not run) is no evidence of a broken
+    app, so it costs nothing."""
     return models.RewardPenalties(
         invalid_actions=min(invalid_actions * spec.invalid_action_penalty, spec.invalid_action_cap),
-        broken_app=0.0 if app_started else spec.broken_app_penalty,
+        broken_app=spec.broken_app_penalty if app_started is False else 0.0,
         removed_routes=spec.removed_route_penalty if removed_routes else 0.0,
         steps=min(steps_used * spec.step_cost, STEP_PENALTY_CAP),
     )
@@ -112,11 +114,13 @@ def failed_breakdown(
     steps_used: int,
     error: str,
 ) -> models.RewardBreakdown:
-    """The breakdown when grading could not run at all: score 0 (fail closed), penalties kept."""
+    """The breakdown when grading could not run at all: score 0 (fail closed), the agent's own
+    penalties kept; whether the app starts is unknown (``app_started`` null), so that costs
+    nothing."""
     penalties = _penalties(
         spec,
         invalid_actions=invalid_actions,
-        app_started=True,
+        app_started=None,
         removed_routes=(),
         steps_used=steps_used,
     )
@@ -129,7 +133,7 @@ def failed_breakdown(
         penalties=penalties,
         invalid_actions=invalid_actions,
         steps_used=steps_used,
-        app_started=False,
+        app_started=None,
         labels={k: labels[k] for k in _LABELS if k in labels},
         error=error,
     )

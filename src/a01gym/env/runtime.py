@@ -21,18 +21,21 @@ __all__ = ["EnvRuntime"]
 
 @dataclasses.dataclass
 class EnvRuntime:
-    """What every session shares: sandboxes, scenarios, logs and cached route baselines, and
-    the expert endpoint when one is configured (``expert`` is None otherwise)."""
+    """What every session shares: sandboxes, scenarios and logs, and the expert endpoint
+    when one is configured (``expert`` is None otherwise)."""
 
     backend: SandboxBackend
     sampler: CurriculumSampler
     logger: RunLogger = dataclasses.field(default_factory=lambda: RunLogger(None))
     default_split: str = "train"
-    routes: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
     spares: WarmSpares | None = None
     grading: config.GradingSettings = dataclasses.field(
         default_factory=lambda: config.get_settings().grading
     )
+    max_read_bytes: int = dataclasses.field(
+        default_factory=lambda: config.get_settings().sandbox.max_file_bytes
+    )
+    """The largest file ``read_file`` shows, the sandbox's own limit (read here, not there)."""
     expert_settings: ExpertSettings = dataclasses.field(
         default_factory=lambda: config.get_settings().expert
     )

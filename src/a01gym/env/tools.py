@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -104,10 +105,17 @@ class ToolOutcome:
 
 @dataclasses.dataclass(frozen=True)
 class ToolContext:
-    """What tools need to know about the episode besides the sandbox."""
+    """What tools need to know about the episode besides the sandbox.
+
+    ``files`` answers ``read_file`` on this side, with no round trip to the sandbox: the
+    workspace is the bundle's plus the agent's own writes (the episode's overlay), since the
+    agent's tools are its only writers. Without it, the sandbox is asked.
+    """
 
     bundle: Bundle
     max_write_bytes: int
+    files: Callable[[str], bytes | None] | None = None
+    max_read_bytes: int = 256 * 1024
 
 
 def tool_specs() -> list[dict[str, Any]]:
@@ -188,7 +196,7 @@ async def execute(action: BaseModel, client: SupervisorClient, ctx: ToolContext)
             case models.ListFiles():
                 return await _list_files(client)
             case models.ReadFile():
-                return await _read_file(client, action)
+                return await _read_file(client, action, ctx)
             case models.Search():
                 return await _search(client, action)
             case models.HttpRequest():
@@ -219,12 +227,39 @@ async def _list_files(client: SupervisorClient) -> ToolOutcome:
     )
 
 
-async def _read_file(client: SupervisorClient, action: models.ReadFile) -> ToolOutcome:
+def _text(ctx: ToolContext, path: str) -> str:
+    """The file's text, with the sandbox's own checks and errors (``Workspace.read``).
+
+    Raises:
+        ControlError: not found, too large, not UTF-8.
+    """
+    assert ctx.files is not None
+    data = ctx.files(path)
+    if data is None:
+        raise ControlError(
+            protocol.ErrorCode.NOT_FOUND, f"no file {path!r}; list_files shows what exists"
+        )
+    if len(data) > ctx.max_read_bytes:
+        raise ControlError(
+            protocol.ErrorCode.TOO_LARGE, f"{path!r} is larger than {ctx.max_read_bytes} bytes"
+        )
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        raise ControlError(protocol.ErrorCode.NOT_TEXT, f"{path!r} is not UTF-8 text") from None
+
+
+async def _read_file(
+    client: SupervisorClient, action: models.ReadFile, ctx: ToolContext
+) -> ToolOutcome:
     if (bad := _check_path(action.path)) is not None:
         return bad
     if action.start_line and action.end_line and action.end_line < action.start_line:
         return ToolOutcome.fail(models.ErrorCode.INVALID_ACTION, "end_line is before start_line")
-    content = await client.read_file(action.path)
+    if ctx.files is not None:
+        content = _text(ctx, action.path)
+    else:
+        content = await client.read_file(action.path)
     lines = content.splitlines()
     if action.start_line and action.start_line > max(len(lines), 1):
         return ToolOutcome.fail(
@@ -343,18 +378,25 @@ async def _change(
     else:
         await client.write_file(action.path, action.content)
         done = f"wrote {action.path} ({size} bytes)"
+    try:
+        outcome = await _restarted(client, action.path, done)
+    except ControlError as exc:
+        outcome = _control_failure(exc)
+    outcome.changed_files = True  # the file changed, whatever the restart did
+    return outcome
+
+
+async def _restarted(client: SupervisorClient, path: str, done: str) -> ToolOutcome:
     status = await client.restart_app()
-    result = {"path": action.path, "app": status.model_dump(mode="json")}
+    result = {"path": path, "app": status.model_dump(mode="json")}
     if status.state is protocol.AppState.RUNNING:
         return await _check_request(client, done, result)
     error = status.error or f"app state {status.state}"
-    outcome = ToolOutcome.fail(
+    return ToolOutcome.fail(
         models.ErrorCode.APP_START_FAILED,
         f"{done}, but the app failed to start:\n{error}",
         result,
     )
-    outcome.changed_files = True
-    return outcome
 
 
 RESTART_CHECK = "/openapi.json"
@@ -375,17 +417,14 @@ async def _check_request(
             f"{done}; the app restarted cleanly and serves requests "
             f"(GET {RESTART_CHECK}: HTTP {response.status})",
             result,
-            changed_files=True,
         )
     log = f"\nThe app logged:\n{response.app_log}" if response.app_log else ""
-    outcome = ToolOutcome.fail(
+    return ToolOutcome.fail(
         models.ErrorCode.APP_BROKEN,
         f"{done}; the app started, but GET {RESTART_CHECK} answers HTTP {response.status}, "
         f"so a route or model is broken{log}",
         result,
     )
-    outcome.changed_files = True
-    return outcome
 
 
 async def _run_tests(client: SupervisorClient, ctx: ToolContext) -> ToolOutcome:

@@ -2,8 +2,10 @@
 
 The workspace is the vulnerable app plus a ``TASK.md`` written at the spec's hint level. The
 manifest carries what the agent may see (actors and their credential templates, the policy in
-words, visible tests); ``hidden.json`` carries the fixture, the hidden tests, the reference fix,
-the traps and the labels. Patches are whole-file overlays against the vulnerable workspace.
+words, visible tests) and the route inventory the renderer recorded (the one record of it:
+reset, grading and the hidden inventory test all read it there); ``hidden.json`` carries the
+fixture, the hidden tests, the reference fix, the traps and the labels. Patches are whole-file
+overlays against the vulnerable workspace.
 
 A leakage lint refuses a workspace that names its bug (research/a01-catalog.md §5.1 G6): no
 history, no reference fix, no mutation notes, no words such as "vulnerable" in the app code.
@@ -244,12 +246,13 @@ def compile_bundle(spec: ScenarioSpec, mutation: Mutation | None = None) -> Bund
         budget=Budget(max_steps=30 + 10 * len(spec.bug.sites)),
         policy="\n".join(lines),
         visible_seed=mutator.visible_seed(spec),
-        visible_tests=regressions.visible_tests(spec, routes),
+        visible_tests=regressions.visible_tests(spec),
+        routes=routes,
     )
     hidden = HiddenPart(
         fixture=testkit.build_fixture(spec),
         tests=exploits.exploit_tests(spec)
-        + regressions.regression_tests(spec, routes)
+        + regressions.regression_tests(spec)
         + guards.guard_tests(spec),
         reference_fix=reference,
         traps=traps,

@@ -15,6 +15,9 @@ For each candidate (research/a01-catalog.md §5.1):
   scenario would pay an agent for breaking the app.
 * **guards** — every guard test (:mod:`a01gym.factory.guards`) is blocked in the vulnerable
   app and in the reference fix: each guards a rule the app already enforced.
+* **inventory** — the manifest records the route inventory (its one record) and a hidden
+  regression test checks it; the vulnerable and reference runs then prove the live app serves
+  every route it lists.
 * **G6, incomplete fix** — the reference fix plus a check removed elsewhere
   (:data:`a01gym.factory.mutator.FIX_PLUS_HOLE`, in every scenario) scores exactly 0.
 
@@ -49,7 +52,7 @@ from a01gym.factory.lease import SandboxLease
 from a01gym.sandbox.backend import SandboxBackend
 from a01gym.sandbox.client import ControlError
 from a01gym.scenario.bundle import Bundle
-from a01gym.scenario.httptest import Outcome, TestKind
+from a01gym.scenario.httptest import Outcome, RoutesInclude, TestKind
 from a01gym.scenario.scoring import PARTIAL_CREDIT
 
 __all__ = ["GateReport", "Gatekeeper", "RunSummary", "gate_bundle", "gate_many", "run_seed"]
@@ -217,6 +220,20 @@ def _judge(runs: list[RunSummary]) -> list[str]:
     return reasons
 
 
+def _inventory(bundle: Bundle) -> list[str]:
+    """Reasons the route inventory is not recorded once and checked by the hidden tests."""
+    if not bundle.manifest.routes:
+        return ["the manifest records no route inventory"]
+    checked = any(
+        isinstance(assertion, RoutesInclude) and assertion.routes is None
+        for test in bundle.hidden.tests
+        if test.kind is TestKind.REGRESSION
+        for step in test.steps
+        for assertion in step.expect
+    )
+    return [] if checked else ["no hidden regression test checks the manifest's route inventory"]
+
+
 def _trap_kind(name: str) -> str:
     return name.removeprefix("trap:").replace("-", "_")
 
@@ -255,7 +272,11 @@ async def gate_bundle(
             await _run(lease, bundle, name, files, run_seed(bundle, seed, index), semaphore)
             for index, (name, files) in enumerate(candidates)
         ]
-        reasons = _judge(runs) + determinism.judge({r.name: r.world_verdicts for r in runs})
+        reasons = (
+            _inventory(bundle)
+            + _judge(runs)
+            + determinism.judge({r.name: r.world_verdicts for r in runs})
+        )
         probes = (
             []
             if reasons or not probe_hacks

@@ -50,8 +50,9 @@ _REPORTS = (
 )
 
 
-def regression_tests(spec: ScenarioSpec, routes: list[str]) -> list[HttpTest]:
-    """Hidden positive controls for the actor classes the policy allows, plus the inventory."""
+def regression_tests(spec: ScenarioSpec) -> list[HttpTest]:
+    """Hidden positive controls for the actor classes the policy allows, plus the inventory
+    (checked against the manifest's ``routes``, its one record)."""
     cast = testkit.Cast(spec)
     fam = spec.bug.family
     sites = set(spec.bug.sites)
@@ -166,12 +167,12 @@ def regression_tests(spec: ScenarioSpec, routes: list[str]) -> list[HttpTest]:
         id="regression.routes",
         kind=R,
         description="every documented route still exists",
-        steps=[Step(path="/openapi.json", expect=[RoutesInclude(routes=routes)])],
+        steps=[Step(path="/openapi.json", expect=[RoutesInclude()])],  # the manifest's
     )
     return [*tests, *extra, inventory]
 
 
-def visible_tests(spec: ScenarioSpec, routes: list[str]) -> list[HttpTest]:
+def visible_tests(spec: ScenarioSpec) -> list[HttpTest]:
     """What the agent may run: other actors and rows than the hidden tests use.
 
     At hint level 4 this includes one failing exploit reproduction.

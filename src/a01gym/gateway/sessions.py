@@ -12,6 +12,12 @@ it keeps its environment and sandbox for ``resume_grace_s``, and a new connectio
 resume token takes it over (:meth:`SessionManager.resume`); after the grace period the reaper
 closes it. Detached sessions do not count against ``max_sessions``, so the client coming back
 is admitted even when the gateway is full.
+
+Where a session is in that life is one :class:`SessionState`; when a transport ends,
+:meth:`SessionManager.transport_ended` decides from it what happens to the session. A session
+has one lock, its environment's (:attr:`SessionEnv.lock`): every call into the environment
+holds it, so a resume waits on it for a step the dropped connection sent, and the reaper
+leaves a session alone while it is held.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import enum
 import logging
 import secrets
 import time
@@ -30,7 +37,7 @@ from a01gym.errors import EpisodeError
 from a01gym.gateway.metrics import GatewayMetrics
 from a01gym.tasks import cancel_and_wait
 
-__all__ = ["EnvFactory", "Session", "SessionEnv", "SessionManager", "Transport"]
+__all__ = ["EnvFactory", "Session", "SessionEnv", "SessionManager", "SessionState", "Transport"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +55,9 @@ class SessionEnv(Protocol):
     """What the gateway needs from an environment (``A01Environment`` satisfies it)."""
 
     @property
-    def busy(self) -> bool: ...
+    def lock(self) -> asyncio.Lock:
+        """Held while the environment runs a call: the session's one lock."""
+        ...
 
     async def reset(self, **kwargs: Any) -> _Outcome: ...
 
@@ -67,22 +76,39 @@ EnvFactory = Callable[[], SessionEnv]
 """Builds a fresh environment for a session."""
 
 
+class SessionState(enum.Enum):
+    """Where a session is in its life."""
+
+    OPEN = "open"
+    """Served by its own transport (an HTTP session: waiting for its next call)."""
+    ATTACHED = "attached"
+    """An HTTP session with a ``/ws`` socket attached: the socket ending only detaches it."""
+    CLOSING = "closing"
+    """An attached HTTP session asked to close: it closes when its socket ends."""
+    DETACHED = "detached"
+    """A ``/ws`` session whose socket dropped mid-episode, kept for a resume."""
+    CLOSED = "closed"
+
+
 @dataclasses.dataclass(eq=False)
 class Session:
     id: str
     transport: Transport
     env: SessionEnv
+    state: SessionState = SessionState.OPEN
+    since: float = dataclasses.field(default_factory=time.monotonic)  # when state last changed
     last_active: float = dataclasses.field(default_factory=time.monotonic)
-    closer: Callable[[], Awaitable[None]] | None = None
-    closed: bool = False
-    attached: bool = False
-    """An HTTP session with a ``/ws`` socket attached: closing it waits for the socket."""
-    close_pending: bool = False
+    closer: Callable[[], Awaitable[None]] | None = None  # hangs up its transport
     resume_token: str | None = None
-    detached_at: float | None = None
     attachment: int = 0  # bumped by every (re)attach; a stale transport's exit is a no-op
-    turn: asyncio.Lock = dataclasses.field(default_factory=asyncio.Lock)  # one message at a time
     last_frame: dict[str, Any] | None = None  # the last observation frame, replayed on resume
+
+    @property
+    def closed(self) -> bool:
+        return self.state is SessionState.CLOSED
+
+    def move(self, state: SessionState) -> None:
+        self.state, self.since = state, time.monotonic()
 
     def touch(self) -> None:
         self.last_active = time.monotonic()
@@ -90,7 +116,9 @@ class Session:
     def attach(self, closer: Callable[[], Awaitable[None]] | None) -> int:
         """Bind a transport; returns the attachment number its exit must present."""
         self.attachment += 1
-        self.closer, self.detached_at = closer, None
+        self.closer = closer
+        if self.state is SessionState.DETACHED:
+            self.move(SessionState.OPEN)
         self.touch()
         return self.attachment
 
@@ -126,7 +154,7 @@ class SessionManager:
     @property
     def active(self) -> int:
         """Sessions counted against ``max_sessions``: all but the detached ones."""
-        return sum(1 for s in self._sessions.values() if s.detached_at is None)
+        return sum(1 for s in self._sessions.values() if s.state is not SessionState.DETACHED)
 
     def get(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)
@@ -150,7 +178,7 @@ class SessionManager:
         """Close ``session``: its environment (releasing the sandbox) and optionally its socket."""
         if session.closed:
             return
-        session.closed = True
+        session.move(SessionState.CLOSED)
         self._sessions.pop(session.id, None)
         if session.resume_token is not None:
             self._by_token.pop(session.resume_token, None)
@@ -173,8 +201,9 @@ class SessionManager:
             self._by_token[session.resume_token] = session
         return session.resume_token
 
-    async def disconnect(self, session: Session, attachment: int, *, clean: bool) -> None:
-        """A transport ended: close its session, or detach it if a client may come back.
+    async def transport_ended(self, session: Session, attachment: int, *, clean: bool) -> None:
+        """A transport ended: an attached HTTP session only detaches from it (and closes if
+        it was asked to meanwhile); any other closes, or detaches if a client may come back.
 
         Args:
             attachment: what :meth:`Session.attach` returned; a transport whose session was
@@ -183,11 +212,19 @@ class SessionManager:
         """
         if session.closed or session.attachment != attachment:
             return
-        if clean or session.resume_token is None or not session.resumable:
+        session.closer = None
+        if session.state is SessionState.ATTACHED:
+            session.move(SessionState.OPEN)
+        elif (
+            session.state is SessionState.CLOSING
+            or clean
+            or session.resume_token is None
+            or not session.resumable
+        ):
             await self.close(session)
-            return
-        session.closer, session.detached_at = None, time.monotonic()
-        logger.info("session %s detached; resumable for %gs", session.id, self.resume_grace_s)
+        else:
+            session.move(SessionState.DETACHED)
+            logger.info("session %s detached; resumable for %gs", session.id, self.resume_grace_s)
 
     async def resume(self, current: Session, token: str) -> Session:
         """Move ``current``'s transport onto the session holding ``token`` (closing
@@ -207,11 +244,12 @@ class SessionManager:
             return session
         previous, session.closer = session.closer, None
         session.attachment += 1  # its old transport's exit must not close it now
-        session.detached_at = None
+        if session.state is SessionState.DETACHED:
+            session.move(SessionState.OPEN)
         if previous is not None:  # still attached (a half-open socket): take it over
             with contextlib.suppress(Exception):
                 await previous()
-        async with session.turn:  # a step the dropped connection sent finishes first
+        async with session.env.lock:  # a step the dropped connection sent finishes first
             pass
         await self.close(current)
         logger.info("session %s resumed", session.id)
@@ -231,10 +269,10 @@ class SessionManager:
         stale = [
             s
             for s in list(self._sessions.values())
-            if not s.env.busy
+            if not s.env.lock.locked()
             and (
                 s.last_active < idle_cutoff
-                or (s.detached_at is not None and s.detached_at < detach_cutoff)
+                or (s.state is SessionState.DETACHED and s.since < detach_cutoff)
             )
         ]
         for session in stale:

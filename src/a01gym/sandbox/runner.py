@@ -23,9 +23,41 @@ from a01gym.scenario.fixtures import FixtureValues
 from a01gym.scenario.httptest import HttpTest, Outcome, StepEvidence, TestResult
 from a01gym.scenario.manifest import Fixture, Manifest
 
-__all__ = ["EVIDENCE_CHARS", "iter_suite", "render_actors", "run_suite", "run_test"]
+__all__ = [
+    "EVIDENCE_CHARS",
+    "iter_suite",
+    "render_actors",
+    "run_suite",
+    "run_test",
+    "with_inventory",
+]
 
 EVIDENCE_CHARS = 400
+
+
+def with_inventory(test: HttpTest, routes: Sequence[str]) -> HttpTest:
+    """``test`` with each route-inventory assertion that names no routes given ``routes`` (the
+    manifest's inventory, the one record of it)."""
+    if not any(
+        isinstance(a, httptest.RoutesInclude) and a.routes is None
+        for step in test.steps
+        for a in (*step.require, *step.expect)
+    ):
+        return test
+
+    def filled(assertions: list[httptest.Assertion]) -> list[httptest.Assertion]:
+        return [
+            a.model_copy(update={"routes": list(routes)})
+            if isinstance(a, httptest.RoutesInclude) and a.routes is None
+            else a
+            for a in assertions
+        ]
+
+    steps = [
+        step.model_copy(update={"require": filled(step.require), "expect": filled(step.expect)})
+        for step in test.steps
+    ]
+    return test.model_copy(update={"steps": steps})
 
 
 def render_actors(manifest: Manifest, values: FixtureValues) -> dict[str, dict[str, str]]:
@@ -235,7 +267,7 @@ async def iter_suite(
             seeded = True
         yield await run_test(
             client,
-            test,
+            with_inventory(test, manifest.routes),
             FixtureValues(seed),
             request.actors,
             request_timeout_s=request_timeout_s,

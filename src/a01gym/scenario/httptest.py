@@ -86,10 +86,14 @@ class JsonLength(_Model):
 
 
 class RoutesInclude(_Model):
-    """The OpenAPI document in the body lists every ``"METHOD /path"`` in ``routes``."""
+    """The OpenAPI document in the body lists every ``"METHOD /path"`` in ``routes``.
+
+    ``routes`` left out means the scenario's own inventory (``Manifest.routes``), which the
+    runner fills in, so a bundle records its inventory once.
+    """
 
     type: Literal["routes_include"] = "routes_include"
-    routes: list[str] = Field(min_length=1)
+    routes: list[str] | None = Field(None, min_length=1)
 
 
 Assertion = Annotated[
@@ -247,5 +251,7 @@ def check_assertion(
         too_many = assertion.max is not None and len(actual) > assertion.max
         ok = len(actual) >= assertion.min and not too_many
         return None if ok else f"{assertion.path or 'body'!r} has {len(actual)} items"
+    if not assertion.routes:
+        return "no route inventory to check against"  # fails closed: nothing was recorded
     missing = sorted(set(assertion.routes) - _openapi_routes(document))
     return None if not missing else f"routes missing: {', '.join(missing)}"

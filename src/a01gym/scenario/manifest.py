@@ -1,9 +1,10 @@
 """The bundle's wire format: ``manifest.json`` (public) and ``hidden.json`` (never in a sandbox).
 
 ``manifest.json`` holds what the runtime may show the agent: entrypoint, actors, budgets, the
-task's policy text and the visible tests. ``hidden.json`` holds what decides the reward:
-hidden tests, the fixture template, the reference fix, the trap patches and the labels of the
-bug. The runtime copies only ``workspace/`` into a sandbox.
+task's policy text, the visible tests and the route inventory (recorded once, at build time, so
+neither a reset nor grading has to ask a running app for it). ``hidden.json`` holds what
+decides the reward: hidden tests, the fixture template, the reference fix, the trap patches and
+the labels of the bug. The runtime copies only ``workspace/`` into a sandbox.
 """
 
 from __future__ import annotations
@@ -89,6 +90,13 @@ class Manifest(_Model):
     policy: str = Field("", description="The access policy in words, at the hint level.")
     visible_seed: int = Field(0, ge=0, description="Seed that renders the agent's world.")
     visible_tests: list[HttpTest] = Field(default_factory=list)
+    routes: list[str] = Field(
+        default_factory=list,
+        description="'METHOD /path' of every route the unmodified app serves, as its OpenAPI "
+        "document lists them: the one record of the inventory. Hidden tests check it with "
+        "an inventory assertion naming no routes, and grading reports the routes the agent's "
+        "app no longer serves. Empty: not recorded (no route check).",
+    )
 
     @model_validator(mode="after")
     def _actors_unique(self) -> Manifest:

@@ -4,8 +4,8 @@
 trainer needs and the stock client does not give: tool output rendered and cut for the token
 budget (head and tail kept, since ``max_completion_length`` counts tool tokens),
 reconnection with backoff after a dropped WebSocket (re-attaching the episode with the resume
-token from its first observation), and an episode that cannot finish scored as failed (reward 0)
-with its reason in :attr:`EpisodeSession.failure`, never an exception in the trainer.
+token from its reset reply's ``metadata``), and an episode that cannot finish scored as failed
+(reward 0) with its reason in :attr:`EpisodeSession.failure`, never an exception in the trainer.
 
 Why a process-wide event loop: TRL calls ``reset`` synchronously, while the client is async and
 its WebSocket belongs to the loop that opened it. Every session therefore lives on one daemon
@@ -185,9 +185,8 @@ class EpisodeSession:
                     await self._disconnect()
                     raise
         self.observation = dict(result.observation)
-        result_info = self.observation.get("result") or {}
-        self._resume_token = result_info.get("resume_token")
-        self.scenario = result_info.get("scenario")
+        self._resume_token = (result.metadata or {}).get("resume_token")
+        self.scenario = (self.observation.get("result") or {}).get("scenario")
         return str(self.observation.get("output") or "")
 
     async def step(self, action: dict[str, Any]) -> str:

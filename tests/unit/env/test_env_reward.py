@@ -98,3 +98,14 @@ def test_breakdown_never_carries_test_definitions_or_evidence() -> None:
 def test_failed_grading_scores_zero_not_an_exception() -> None:
     out = reward.failed_breakdown(RewardSpec(), {}, invalid_actions=1, steps_used=2, error="boom")
     assert out.score == 0.0 and out.error == "boom" and out.reward < 0
+
+
+def test_failed_grading_reports_the_app_state_its_penalties_assume() -> None:
+    """Grading that could not run knows nothing of the app: it says so (null) and charges no
+    broken-app penalty, while a hidden run whose app did not start charges it."""
+    spec = RewardSpec(invalid_action_penalty=0.02)
+    out = reward.failed_breakdown(spec, {}, invalid_actions=1, steps_used=2, error="boom")
+    assert out.app_started is None and out.penalties.broken_app == 0.0
+    assert out.reward == -0.02
+    down = reward.breakdown(_report(FIXED, app_ok=False), spec, {}, invalid_actions=0, steps_used=1)
+    assert down.app_started is False and down.penalties.broken_app == spec.broken_app_penalty

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 
 from a01gym.errors import ScenarioError
-from a01gym.factory import compiler, mutator, testkit
+from a01gym.factory import compiler, gates, mutator, testkit
+from a01gym.sandbox import runner
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.fixtures import PLACEHOLDER
 from a01gym.scenario.httptest import DbCheck, RoutesInclude, TestKind
@@ -94,6 +96,23 @@ def test_hidden_tests_are_outcome_based(family_id: str, spec_for: Any) -> None:
     assert inventory[0].steps[0].path == "/openapi.json"
 
 
+def test_the_route_inventory_is_recorded_once_in_the_manifest(spec_for: Any) -> None:
+    """The renderer's inventory goes into the manifest; the hidden inventory test names no
+    routes of its own (the runner fills in the manifest's), so the two cannot disagree."""
+    spec = spec_for("F01", 2)
+    bundle = compiler.compile_bundle(spec)
+    rendered = mutator.mutate(spec).vulnerable.routes
+    assert bundle.manifest.routes == rendered and "GET /health" in rendered
+    checks = [a for t in bundle.hidden.tests for s in t.steps for a in s.expect]
+    inventories = [a for a in checks if isinstance(a, RoutesInclude)]
+    assert inventories and all(a.routes is None for a in inventories)
+    filled = runner.with_inventory(
+        next(t for t in bundle.hidden.tests if t.id == "regression.routes"),
+        bundle.manifest.routes,
+    )
+    assert filled.steps[0].expect[0].routes == rendered
+
+
 def test_every_actor_class_the_policy_allows_has_a_positive_control(spec_for: Any) -> None:
     for index in range(12):
         spec = spec_for("F01", index)
@@ -156,3 +175,19 @@ def test_hashes_do_not_depend_on_the_process() -> None:
         )
         outputs.append(done.stdout.split())
     assert outputs[0] == outputs[1] and len(outputs[0]) == 13
+
+
+def test_the_gates_refuse_a_bundle_whose_inventory_is_not_recorded_or_not_checked(
+    spec_for: Any,
+) -> None:
+    bundle = compiler.compile_bundle(spec_for("F01", 2))
+    assert gates._inventory(bundle) == []
+    unrecorded = dataclasses.replace(
+        bundle, manifest=bundle.manifest.model_copy(update={"routes": []})
+    )
+    assert gates._inventory(unrecorded) == ["the manifest records no route inventory"]
+    tests = [t for t in bundle.hidden.tests if t.id != "regression.routes"]
+    unchecked = dataclasses.replace(
+        bundle, hidden=bundle.hidden.model_copy(update={"tests": tests})
+    )
+    assert "no hidden regression test checks" in gates._inventory(unchecked)[0]

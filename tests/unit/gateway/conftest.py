@@ -31,12 +31,8 @@ class EchoEnv:
         self.episode: str | None = None
         self.steps = 0
         self.done = False
-        self.lock = asyncio.Lock()
+        self.lock = asyncio.Lock()  # the session's one lock, as A01Environment's
         EchoEnv.instances.append(self)
-
-    @property
-    def busy(self) -> bool:
-        return self.lock.locked()
 
     def _obs(self, text: str, *, error: models.ErrorInfo | None = None) -> models.A01Observation:
         return models.A01Observation(
@@ -80,6 +76,13 @@ class EchoEnv:
 
 
 GatewayFactory = Callable[..., contextlib.AbstractAsyncContextManager[str]]
+
+
+@pytest.fixture
+def echo_env() -> type[EchoEnv]:
+    """The test environment's class, as a session factory."""
+    EchoEnv.instances.clear()
+    return EchoEnv
 
 
 @pytest.fixture

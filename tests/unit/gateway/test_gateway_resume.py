@@ -35,7 +35,7 @@ async def test_dropped_client_resumes_the_same_episode(
     async with echo_gateway() as url:
         env = GenericEnvClient(base_url=url)
         first = await env.reset(seed=3, episode_id="kept")
-        token = first.observation["result"]["resume_token"]
+        token = first.metadata["resume_token"]
         last = await env.step({"tool": "list_files"})
         await _drop(env)
         async with GenericEnvClient(base_url=url) as again:
@@ -55,7 +55,7 @@ async def test_resume_waits_for_the_step_the_dropped_socket_sent(
     async with echo_gateway() as url:
         async with connect(_ws(url)) as ws:
             await ws.send(json.dumps({"type": "reset", "data": {}}))
-            token = json.loads(await ws.recv())["data"]["observation"]["result"]["resume_token"]
+            token = json.loads(await ws.recv())["data"]["metadata"]["resume_token"]
             await ws.send(json.dumps({"type": "step", "data": {"tool": "run_tests"}}))  # 0.3 s
         async with GenericEnvClient(base_url=url) as env:
             resumed = await env.reset(resume_token=token)
@@ -77,7 +77,7 @@ async def test_a_detached_session_is_reaped_after_the_grace_period(
 ) -> None:
     async with echo_gateway(resume_grace_s=0.3) as url:
         env = GenericEnvClient(base_url=url)
-        token = (await env.reset()).observation["result"]["resume_token"]
+        token = (await env.reset()).metadata["resume_token"]
         await _drop(env)
         await asyncio.sleep(0.1)
         assert not echo_envs[0].closed  # kept for the client to come back
@@ -92,9 +92,9 @@ async def test_a_clean_close_or_a_finished_episode_keeps_nothing(
 ) -> None:
     async with echo_gateway() as url:
         async with GenericEnvClient(base_url=url) as env:
-            closed_token = (await env.reset()).observation["result"]["resume_token"]
+            closed_token = (await env.reset()).metadata["resume_token"]
         env = GenericEnvClient(base_url=url)
-        done_token = (await env.reset()).observation["result"]["resume_token"]
+        done_token = (await env.reset()).metadata["resume_token"]
         await env.step({"tool": "submit"})
         await _drop(env)
         await _wait_for(lambda: echo_envs[0].closed and echo_envs[1].closed)
@@ -107,7 +107,7 @@ async def test_a_clean_close_or_a_finished_episode_keeps_nothing(
 async def test_a_full_gateway_admits_the_client_coming_back(echo_gateway: Any) -> None:
     async with echo_gateway(max_sessions=1) as url:
         env = GenericEnvClient(base_url=url)
-        token = (await env.reset(episode_id="solo")).observation["result"]["resume_token"]
+        token = (await env.reset(episode_id="solo")).metadata["resume_token"]
         await _drop(env)
         async with GenericEnvClient(base_url=url) as again:
             await again.reset(resume_token=token)

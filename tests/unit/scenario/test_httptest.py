@@ -37,6 +37,8 @@ def test_routes_include_reads_openapi():
     assert _check(ok, document=document) is None
     missing = httptest.RoutesInclude(routes=["DELETE /notes/{id}"])
     assert "DELETE /notes/{id}" in _check(missing, document=document)
+    unfilled = httptest.RoutesInclude()  # the manifest's inventory, never filled in: fail closed
+    assert "no route inventory" in _check(unfilled, document=document)
 
 
 def test_tests_reject_unknown_fields_and_relative_paths():

@@ -31,7 +31,7 @@ from a01gym import __version__
 from a01gym.gateway import faults
 from a01gym.gateway.context import GatewayContext, tool_result
 from a01gym.gateway.routes import frames
-from a01gym.gateway.sessions import Session
+from a01gym.gateway.sessions import Session, SessionState
 
 __all__ = ["dispatch", "router"]
 
@@ -137,8 +137,8 @@ async def _close(
         )
     if session is None or session.transport != "mcp_http":
         return _error(rid, INVALID_PARAMS, "unknown session_id (or not an HTTP session)")
-    if session.attached:
-        session.close_pending = True
+    if session.state in (SessionState.ATTACHED, SessionState.CLOSING):
+        session.move(SessionState.CLOSING)
         return _ok(rid, {"session_id": session.id, "closed": False, "closing": True})
     await ctx.sessions.close(session)
     return _ok(rid, {"session_id": session.id, "closed": True})

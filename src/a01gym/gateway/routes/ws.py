@@ -12,10 +12,12 @@ frame without a known ``type`` is ``UNKNOWN_TYPE``, as on OpenEnv's server.
 HTTP instead of opening one (``MCPToolClient`` resets over the socket and calls tools over HTTP on
 the same session). The socket ending then only detaches it; ``openenv/session/close`` ends it.
 
-Resume: a reset's observation carries ``result.resume_token``. A client whose socket dropped
-mid-episode connects again and sends ``reset`` with ``{"resume_token": ...}``; instead of a
-new episode it gets the live one back (the reply is the last observation that episode
-produced, which the dropped socket may never have delivered). See ``docs/connecting.md``.
+Resume: a reset's reply carries ``metadata.resume_token`` beside the observation (OpenEnv's
+``StepResult.metadata``), never inside it, so the same seed and scenario give a byte-identical
+first observation. A client whose socket dropped mid-episode connects again and sends ``reset``
+with ``{"resume_token": ...}``; instead of a new episode it gets the live one back (the reply
+is the last observation that episode produced, which the dropped socket may never have
+delivered). See ``docs/connecting.md``.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from a01gym.errors import EpisodeError
 from a01gym.gateway import faults
 from a01gym.gateway.context import GatewayContext, tool_result
 from a01gym.gateway.routes import frames, mcp
-from a01gym.gateway.sessions import Session
+from a01gym.gateway.sessions import Session, SessionState
 
 __all__ = ["handle_message", "router"]
 
@@ -106,15 +108,14 @@ class _Resumed:
 async def _reset(ctx: GatewayContext, session: Session, data: dict[str, Any]) -> Any:
     if "resume_token" in data:
         if set(data) != {"resume_token"} or not isinstance(data["resume_token"], str):
-            raise EpisodeError("resume takes only resume_token (a string from result)")
+            raise EpisodeError("resume takes only resume_token (from the reset reply's metadata)")
         resumed = await ctx.sessions.resume(session, data["resume_token"])
         assert resumed.last_frame is not None  # resume() refuses sessions without one
         return _Resumed(resumed, resumed.last_frame)
     wire = await ctx.reset(session, data)
     token = ctx.sessions.token(session)
-    result = wire["observation"].get("result")
-    if token is not None and (result is None or isinstance(result, dict)):
-        wire["observation"]["result"] = {**(result or {}), "resume_token": token}
+    if token is not None:
+        wire = {**wire, "metadata": {"resume_token": token}}
     return _observation(wire)
 
 
@@ -206,13 +207,15 @@ async def ws_session(websocket: WebSocket) -> None:
             text = await frames.receive(websocket)
             if text is None:
                 break
-            async with session.turn:
-                reply = await handle_message(ctx, session, text)
-                if isinstance(reply, _Resumed):
-                    session, reply = reply.session, reply.frame
-                    attachment = session.attach(lambda: websocket.close(1000))
-                elif isinstance(reply, dict) and reply["type"] == "observation":
-                    session.last_frame = reply  # kept before sending: the send may fail
+            reply = await handle_message(ctx, session, text)
+            if isinstance(reply, _Resumed):
+                session, reply = reply.session, reply.frame
+                attachment = session.attach(lambda: websocket.close(1000))
+            elif isinstance(reply, dict) and reply["type"] == "observation":
+                # Kept before sending (the send may fail), with no await since the call that
+                # made it released the environment's lock: a resume waiting on that lock
+                # always finds it.
+                session.last_frame = reply
             if reply is _CLOSE:
                 clean = True
                 break
@@ -222,14 +225,7 @@ async def ws_session(websocket: WebSocket) -> None:
     except Exception as exc:  # the socket went away mid-send
         logger.debug("session %s transport ended: %s", session.id, exc)
     finally:
-        if session.attached and not session.close_pending:
-            # An HTTP session's socket only detaches; openenv/session/close ends the session.
-            session.attached, session.closer = False, None
-        elif session.close_pending:
-            await ctx.sessions.close(session)
-        else:
-            # Closed, or kept for a resume when it dropped mid-episode.
-            await ctx.sessions.disconnect(session, attachment, clean=clean)
+        await ctx.sessions.transport_ended(session, attachment, clean=clean)
         with contextlib.suppress(Exception):
             await websocket.close(1000)
 
@@ -274,11 +270,11 @@ async def _attach(ctx: GatewayContext, websocket: WebSocket, session_id: str) ->
             f"Unknown session_id: {session_id[:64]!r}; create one with the JSON-RPC method "
             "openenv/session/create on POST /mcp, or connect to /ws without session_id"
         )
-    elif session.attached:
+    elif session.state is not SessionState.OPEN:
         problem = f"Session {session_id} already has an attached WebSocket"
     if problem is not None:
         await _refuse(ctx, websocket, faults.Fault(faults.SESSION_ERROR, 409, problem, -32000))
         return None
-    session.attached = True
+    session.move(SessionState.ATTACHED)
     session.touch()
     return session
