@@ -1,9 +1,20 @@
-"""Benchmark the local sandbox backend (warm pool on).
+"""Benchmark the local sandbox backend (warm pool on) against the machine's own floors.
 
-Prints one JSON document and one human-readable summary line; ``--json-out`` also writes the
-JSON. Targets (issue "Foundation and sandboxes"): acquire p50 ≤ 30 ms and p99 ≤ 100 ms (acquire
-→ first successful app response), proxied request p50 ≤ 2 ms, restart after an edit p50 ≤ 60
-ms, ≤ 20 MB USS per sandbox, ≥ 100 sandboxes alive at once.
+Measures an acquire (→ the app's first successful response), a proxied request, a restart
+after an edit, USS per sandbox and how many sandboxes live at once; and, in the same run on the
+same apps (``bench/floors.py``), what the machine does with no sandbox: a fork of a preloaded
+process that imports the app and answers its first request (``fork_floor_ms_*``), the app
+started by plain ``uvicorn`` in a fresh process (``fresh_uvicorn_ms_p50``), a GET straight to
+the app's port (``direct_request_ms_p50``) and that plain process's USS (``uvicorn_uss_mb``).
+
+Targets are ratios to those floors (issue 29), so they read the same on a slower machine:
+acquire p50 ≤ 3× the fork floor's p50 and p99 ≤ 5× its p99 (workspace, isolation, supervisor
+and proxy add at most that to the least a zygote can do), restart p50 ≤ 3× the fork floor,
+a proxied request ≤ 4× a direct one (one hop through the supervisor), a sandbox's USS ≤ half
+of one plain app process's, and ≥ 100 sandboxes alive at once. ``acquire_to_uvicorn_ratio_p50``
+(acquire ÷ a fresh uvicorn) has no target: it shows what the zygote saves over serving the app
+the usual way. Prints one JSON document and one summary line; ``--json-out`` also writes the
+JSON.
 
 ``--apps fixture,sqlalchemy`` has the sandboxes run those apps in turn: ``fixture`` is the small
 IDOR fixture app, ``sqlite3`` and ``sqlalchemy`` one factory scenario in that data-access style
@@ -24,12 +35,14 @@ import asyncio
 import functools
 import itertools
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import psutil
 
+import floors
 import report
 from a01gym.sandbox import protocol
 from a01gym.sandbox.local import LocalBackend, LocalSandbox
@@ -39,12 +52,20 @@ BUNDLE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "idor_note
 
 
 TARGETS = {
-    "acquire_ms_p50": ("<=", 30),
-    "acquire_ms_p99": ("<=", 100),
-    "request_ms_p50": ("<=", 2),
-    "restart_ms_p50": ("<=", 60),
-    "uss_mb_per_sandbox": ("<=", 20),
+    "acquire_ratio_p50": ("<=", 3),
+    "acquire_ratio_p99": ("<=", 5),
+    "request_ratio_p50": ("<=", 4),
+    "restart_ratio_p50": ("<=", 3),
+    "uss_ratio": ("<=", 0.5),
     "max_concurrent": (">=", 100),
+}
+_RATIOS = {
+    "acquire_ratio_p50": ("acquire_ms_p50", "fork_floor_ms_p50"),
+    "acquire_ratio_p99": ("acquire_ms_p99", "fork_floor_ms_p99"),
+    "acquire_to_uvicorn_ratio_p50": ("acquire_ms_p50", "fresh_uvicorn_ms_p50"),
+    "request_ratio_p50": ("request_ms_p50", "direct_request_ms_p50"),
+    "restart_ratio_p50": ("restart_ms_p50", "fork_floor_ms_p50"),
+    "uss_ratio": ("uss_mb_per_sandbox", "uvicorn_uss_mb"),
 }
 
 
@@ -151,11 +172,63 @@ async def _concurrent(
         await asyncio.gather(*(backend.release(s) for s in alive))
 
 
+async def _floors(
+    bundles: itertools.cycle[tuple[str, Bundle]], preloads: list[str], quick: bool
+) -> dict[str, float]:
+    """The machine's floors for the same apps, in the same order (``bench/floors.py``)."""
+    from a01gym.gateway.server import free_port
+
+    results: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as root:
+        folders: dict[str, Path] = {}
+
+        def workspace(name: str, bundle: Bundle) -> Path:
+            if name not in folders:
+                folders[name] = floors.write_workspace(bundle.workspace, Path(root) / name)
+            return folders[name]
+
+        forks = []
+        async with floors.ForkFloor(preloads) as zygote:
+            for _ in range(40 if quick else 200):
+                name, bundle = next(bundles)
+                entry = bundle.manifest.entrypoint
+                forks.append(await zygote.serve(workspace(name, bundle), entry, free_port()))
+        results["fork_floor_ms_p50"] = statistics.median(forks)
+        results["fork_floor_ms_p99"] = _percentile(forks, 0.99)
+        fresh = []
+        for _ in range(5 if quick else 20):
+            name, bundle = next(bundles)
+            entry = bundle.manifest.entrypoint
+            async with floors.fresh_uvicorn(workspace(name, bundle), entry, free_port()) as app:
+                fresh.append(app.first_answer_ms)
+        results["fresh_uvicorn_ms_p50"] = statistics.median(fresh)
+        name, bundle = next(bundles)
+        results.update(await _direct(workspace(name, bundle), bundle.manifest.entrypoint))
+    return results
+
+
+async def _direct(workspace: Path, entrypoint: str) -> dict[str, float]:
+    """A plain uvicorn process serving the app: GETs straight to its port, and its USS."""
+    from a01gym.gateway.server import free_port
+
+    port = free_port()
+    async with floors.fresh_uvicorn(workspace, entrypoint, port) as app:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        samples = []
+        for _ in range(300):
+            began = time.perf_counter()
+            assert await floors.get(reader, writer) == 200
+            samples.append((time.perf_counter() - began) * 1000)
+        writer.close()
+        uss = psutil.Process(app.pid).memory_full_info().uss / 2**20
+    return {"direct_request_ms_p50": statistics.median(samples), "uvicorn_uss_mb": uss}
+
+
 async def run(quick: bool, apps: str = "fixture", preload: str = "") -> dict[str, Any]:
     bundles = _bundles(apps)
     bundle = next(bundles)[1]
-    results: dict[str, float] = {}
     preloads = [name for name in preload.split(",") if name]
+    results = await _floors(_bundles(apps), preloads, quick)
     async with LocalBackend(pool_size=4, max_sandboxes=256, preload=preloads) as backend:
         by_app = await _acquire(backend, bundles, 40 if quick else 200)
         acquire = [ms for samples in by_app.values() for ms, _ in samples]
@@ -176,6 +249,8 @@ async def run(quick: bool, apps: str = "fixture", preload: str = "") -> dict[str
         results["uss_mb_per_sandbox"] = _sandbox_uss(backend, group)
         await asyncio.gather(*(backend.release(s) for s in group))
         results["max_concurrent"] = await _concurrent(backend, bundles, 100 if quick else 160)
+    for name, (ours, floor) in _RATIOS.items():
+        results[name] = results[ours] / results[floor]
     return {"apps": apps, "preload": preload, **{k: round(v, 2) for k, v in results.items()}}
 
 

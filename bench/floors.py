@@ -1,0 +1,207 @@
+"""What the machine itself can do for an app, the floors ``bench/sandbox.py`` measures against.
+
+A sandbox acquire (a workspace loaded, its app started, a first answer) is compared with two
+ways of serving the same app with no sandbox at all, timed in the same run on the same machine:
+
+* :class:`ForkFloor`: a fork of a preloaded process (FastAPI, uvicorn and, when the sandboxes
+  preload it, SQLAlchemy imported once) that imports the app and answers its first request
+  over TCP: the least any zygote design can cost, with no namespaces, uid, workspace transfer,
+  supervisor or proxy;
+* :func:`fresh_uvicorn`: ``python -m uvicorn`` started in a fresh process, what serving the app
+  the usual way costs (every import paid at each start).
+
+Both run the workspace from a folder on disk with the environment a sandbox gives an app
+(``APP_DB_PATH``, ``APP_DATA_DIR``), a fresh data folder each time, and may cache its bytecode
+beside it (as a sandbox's app does, in a cache of its own), so only the first start compiles.
+:func:`get` is a minimal HTTP/1.1 GET on a kept-alive connection, the floor a proxied request
+is measured against.
+
+    python bench/floors.py zygote [--preload sqlalchemy]   # what ForkFloor runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import NamedTuple
+
+__all__ = [
+    "ForkFloor",
+    "Served",
+    "app_env",
+    "first_answer_ms",
+    "fresh_uvicorn",
+    "get",
+    "write_workspace",
+]
+
+
+class Served(NamedTuple):
+    pid: int
+    first_answer_ms: float
+
+
+_HEALTH = b"GET /health HTTP/1.1\r\nHost: floor\r\n\r\n"
+
+
+def write_workspace(files: dict[str, bytes], folder: Path) -> Path:
+    """Write a bundle's workspace under ``folder``; returns it."""
+    for path, content in files.items():
+        target = folder / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+    return folder
+
+
+def app_env(data: Path) -> dict[str, str]:
+    """The environment a sandbox gives its app, with ``data`` as its data folder."""
+    data.mkdir(parents=True, exist_ok=True)
+    return {"APP_DB_PATH": str(data / "app.db"), "APP_DATA_DIR": str(data), "HOME": str(data)}
+
+
+async def get(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> int:
+    """One ``GET /health`` on an open connection; returns the status."""
+    writer.write(_HEALTH)
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in head.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    await reader.readexactly(length)
+    return int(head.split(b" ", 2)[1])
+
+
+async def first_answer_ms(port: int, began: float, timeout_s: float = 60) -> float:
+    """ms from ``began`` (``perf_counter``) until the app on ``port`` answers 200 on /health."""
+    while time.perf_counter() - began < timeout_s:
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.001)
+            continue
+        try:
+            if await get(reader, writer) == 200:
+                return (time.perf_counter() - began) * 1000
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+        await asyncio.sleep(0.001)
+    raise RuntimeError(f"the app on port {port} did not answer within {timeout_s} s")
+
+
+@contextlib.asynccontextmanager
+async def fresh_uvicorn(workspace: Path, entrypoint: str, port: int) -> AsyncIterator[Served]:
+    """``python -m uvicorn`` serving the app from now until the block ends; yields its pid and
+    the ms until it answered its first request."""
+    with tempfile.TemporaryDirectory() as data:
+        began = time.perf_counter()
+        proc = await asyncio.create_subprocess_exec(
+            *(sys.executable, "-m", "uvicorn", entrypoint, "--port", str(port)),
+            *("--host", "127.0.0.1", "--log-level", "warning", "--no-access-log"),
+            cwd=workspace,
+            env={**os.environ, **app_env(Path(data))},
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            yield Served(proc.pid, await first_answer_ms(port, began))
+        finally:
+            proc.kill()  # the server this function started, by its handle
+            await proc.wait()
+
+
+class ForkFloor:
+    """A preloaded zygote (``python bench/floors.py zygote``) that forks served apps."""
+
+    def __init__(self, preload: list[str]) -> None:
+        self.preload = preload
+        self._proc: asyncio.subprocess.Process | None = None
+
+    async def __aenter__(self) -> ForkFloor:
+        self._proc = await asyncio.create_subprocess_exec(
+            *(sys.executable, __file__, "zygote", "--preload", ",".join(self.preload)),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert self._proc.stdout is not None
+        await self._proc.stdout.readline()  # "ready": everything is imported
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._proc is not None
+        self._proc.kill()  # the zygote this object started; its apps were killed by serve()
+        await self._proc.wait()
+
+    async def serve(self, workspace: Path, entrypoint: str, port: int) -> float:
+        """ms until a fork of the zygote serving ``entrypoint`` answers its first request."""
+        assert self._proc is not None and self._proc.stdin and self._proc.stdout
+        with tempfile.TemporaryDirectory() as data:
+            request = {"workspace": str(workspace), "entrypoint": entrypoint, "port": port}
+            request["env"] = app_env(Path(data))
+            began = time.perf_counter()
+            self._proc.stdin.write(json.dumps(request).encode() + b"\n")
+            pid = int(await self._proc.stdout.readline())
+            try:
+                return await first_answer_ms(port, began)
+            finally:
+                os.kill(pid, signal.SIGKILL)  # the app this zygote forked for us, by PID
+
+
+def _zygote(preload: list[str]) -> None:
+    """Import the serving stack (and ``preload``), then fork one served app per stdin line."""
+    import fastapi
+    import uvicorn
+
+    for name in preload:
+        importlib.import_module(name)
+    warm = fastapi.FastAPI()
+    uvicorn.Config(warm, host="127.0.0.1", port=0, log_level="warning").load()
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the apps
+    print("ready", flush=True)
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _serve(request)
+        print(pid, flush=True)
+
+
+def _serve(request: dict) -> None:
+    """The forked app: never returns."""
+    import uvicorn
+
+    code = 1
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        os.environ.update(request["env"])
+        os.chdir(request["workspace"])
+        sys.path.insert(0, request["workspace"])
+        module, _, attribute = request["entrypoint"].partition(":")
+        app = getattr(importlib.import_module(module), attribute)
+        config = uvicorn.Config(
+            app, host="127.0.0.1", port=request["port"], log_level="warning", access_log=False
+        )
+        with contextlib.suppress(KeyboardInterrupt):
+            uvicorn.Server(config).run()
+        code = 0
+    finally:
+        os._exit(code)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("role", choices=["zygote"])
+    parser.add_argument("--preload", default="", help="modules to import before forking")
+    _zygote([name for name in parser.parse_args().preload.split(",") if name])
