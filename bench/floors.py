@@ -3,10 +3,12 @@
 A sandbox acquire (a workspace loaded, its app started, a first answer) is compared with two
 ways of serving the same app with no sandbox at all, timed in the same run on the same machine:
 
-* :class:`ForkFloor`: a fork of a preloaded process (FastAPI, uvicorn and, when the sandboxes
-  preload it, SQLAlchemy imported once) that imports the app and answers its first request
-  over TCP: the least any zygote design can cost, with no namespaces, uid, workspace transfer,
-  supervisor or proxy;
+* :class:`ForkFloor`: a fork of a process preloaded as a01gym's zygote is (its ``PRELOAD``
+  list, the same warm-up of the FastAPI stack and heap preparation for forking and, when the
+  sandboxes preload it, SQLAlchemy), forked before the clock starts as a sandbox's standby app
+  is, that imports the app, runs its startup and answers its first request, in process (an
+  ASGI call, no socket): what any server of this app pays at least, with no namespaces, uid,
+  workspace transfer, supervisor, listener or proxy;
 * :func:`fresh_uvicorn`: ``python -m uvicorn`` started in a fresh process, what serving the app
   the usual way costs (every import paid at each start).
 
@@ -33,7 +35,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 __all__ = [
     "ForkFloor",
@@ -123,7 +125,7 @@ async def fresh_uvicorn(workspace: Path, entrypoint: str, port: int) -> AsyncIte
 
 
 class ForkFloor:
-    """A preloaded zygote (``python bench/floors.py zygote``) that forks served apps."""
+    """A preloaded zygote (``python bench/floors.py zygote``) that forks apps to answer once."""
 
     def __init__(self, preload: list[str]) -> None:
         self.preload = preload
@@ -135,54 +137,78 @@ class ForkFloor:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
         )
-        assert self._proc.stdout is not None
-        await self._proc.stdout.readline()  # "ready": everything is imported
+        await self._reply("standby")  # everything is imported, and the first app is forked
         return self
+
+    async def _reply(self, key: str) -> int:
+        """Read the zygote's and its apps' JSON lines until one carries ``key``."""
+        assert self._proc is not None and self._proc.stdout is not None
+        while True:
+            reply = json.loads(await self._proc.stdout.readline())
+            if key in reply:
+                return int(reply[key])
 
     async def __aexit__(self, *exc: object) -> None:
         assert self._proc is not None
-        self._proc.kill()  # the zygote this object started; its apps were killed by serve()
+        self._proc.kill()  # the zygote this object started; its apps have exited
         await self._proc.wait()
 
-    async def serve(self, workspace: Path, entrypoint: str, port: int) -> float:
-        """ms until a fork of the zygote serving ``entrypoint`` answers its first request."""
+    async def serve(self, workspace: Path, entrypoint: str) -> float:
+        """ms until a fork of the zygote has imported and started the app and it answered
+        ``GET /health`` with 200."""
         assert self._proc is not None and self._proc.stdin and self._proc.stdout
         with tempfile.TemporaryDirectory() as data:
-            request = {"workspace": str(workspace), "entrypoint": entrypoint, "port": port}
+            request = {"workspace": str(workspace), "entrypoint": entrypoint}
             request["env"] = app_env(Path(data))
             began = time.perf_counter()
             self._proc.stdin.write(json.dumps(request).encode() + b"\n")
-            pid = int(await self._proc.stdout.readline())
-            try:
-                return await first_answer_ms(port, began)
-            finally:
-                os.kill(pid, signal.SIGKILL)  # the app this zygote forked for us, by PID
+            status = await self._reply("status")
+            elapsed = (time.perf_counter() - began) * 1000
+            self._proc.stdin.write(b"{}\n")  # fork the next standby, off the clock
+            await self._reply("standby")
+        if status != 200:
+            raise RuntimeError(f"{entrypoint} answered {status} in the fork floor")
+        return elapsed
 
 
 def _zygote(preload: list[str]) -> None:
-    """Import the serving stack (and ``preload``), then fork one served app per stdin line."""
-    import fastapi
-    import uvicorn
+    """Import what a01gym's zygote imports (and ``preload``), warm the stack as it does, then
+    fork one app per stdin line."""
+    from a01gym.sandbox import cow, warmup, zygote
 
-    for name in preload:
-        importlib.import_module(name)
-    warm = fastapi.FastAPI()
-    uvicorn.Config(warm, host="127.0.0.1", port=0, log_level="warning").load()
+    for name in [*zygote.PRELOAD, *preload]:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    warmup.exercise_app_stack(serve=False, openapi=True)
+    cow.prepare_for_fork()
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps the apps
-    print("ready", flush=True)
-    for line in sys.stdin:
-        request = json.loads(line)
+    while True:  # a standby app waits on a pipe; the next line on stdin is its request
+        go_read, go_write = os.pipe()
         pid = os.fork()
         if pid == 0:
-            _serve(request)
-        print(pid, flush=True)
+            os.close(go_write)
+            with os.fdopen(go_read) as go:
+                line = go.readline()
+            if not line:  # the zygote ended
+                os._exit(0)
+            _answer_once(json.loads(line))
+        os.close(go_read)
+        print(json.dumps({"standby": pid}), flush=True)
+        request = sys.stdin.readline()
+        with os.fdopen(go_write, "w") as go:
+            go.write(request)
+        if not request or not sys.stdin.readline():  # "{}": fork the next standby
+            return
 
 
-def _serve(request: dict) -> None:
-    """The forked app: never returns."""
-    import uvicorn
+def _answer_once(request: dict) -> None:
+    """The forked app: import, start (lifespan), one ``GET /health``; reports the status on
+    the zygote's stdout, then exits."""
+    import uvloop
 
-    code = 1
+    from a01gym.sandbox import appserver
+
+    status = 0
     try:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.environ.update(request["env"])
@@ -190,14 +216,40 @@ def _serve(request: dict) -> None:
         sys.path.insert(0, request["workspace"])
         module, _, attribute = request["entrypoint"].partition(":")
         app = getattr(importlib.import_module(module), attribute)
-        config = uvicorn.Config(
-            app, host="127.0.0.1", port=request["port"], log_level="warning", access_log=False
-        )
-        with contextlib.suppress(KeyboardInterrupt):
-            uvicorn.Server(config).run()
-        code = 0
+        status = uvloop.run(_first_answer(app, appserver.AppServer(app)))
     finally:
-        os._exit(code)
+        print(json.dumps({"status": status}), flush=True)
+        os._exit(0)
+
+
+async def _first_answer(app: Any, server: Any) -> int:
+    await server.start()
+    statuses: list[int] = []
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0", "spec_version": "2.3"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/health",
+        "raw_path": b"/health",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"localhost")],
+        "client": ("127.0.0.1", 0),
+        "server": ("localhost", 80),
+        "state": dict(server.state),
+    }
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    await app(scope, receive, send)
+    return statuses[0]
 
 
 if __name__ == "__main__":

@@ -3,18 +3,20 @@
 Measures an acquire (→ the app's first successful response), a proxied request, a restart
 after an edit, USS per sandbox and how many sandboxes live at once; and, in the same run on the
 same apps (``bench/floors.py``), what the machine does with no sandbox: a fork of a preloaded
-process that imports the app and answers its first request (``fork_floor_ms_*``), the app
+process that imports and starts the app and has it answer its first request
+(``fork_floor_ms_*``), the app
 started by plain ``uvicorn`` in a fresh process (``fresh_uvicorn_ms_p50``), a GET straight to
 the app's port (``direct_request_ms_p50``) and that plain process's USS (``uvicorn_uss_mb``).
 
 Targets are ratios to those floors (issue 29), so they read the same on a slower machine:
-acquire p50 ≤ 3× the fork floor's p50 and p99 ≤ 5× its p99 (workspace, isolation, supervisor
-and proxy add at most that to the least a zygote can do), restart p50 ≤ 3× the fork floor,
-a proxied request ≤ 4× a direct one (one hop through the supervisor), a sandbox's USS ≤ half
-of one plain app process's, and ≥ 100 sandboxes alive at once. ``acquire_to_uvicorn_ratio_p50``
-(acquire ÷ a fresh uvicorn) has no target: it shows what the zygote saves over serving the app
-the usual way. Prints one JSON document and one summary line; ``--json-out`` also writes the
-JSON.
+acquire p50 ≤ 1.5× the fork floor's p50 and p99 ≤ 2× its p99 (workspace, isolation,
+supervisor and proxy add at most half to the least a zygote can do, as the absolute targets
+of 30 / 100 ms allowed over the 19-20 ms measured), restart p50 ≤ 1.5× the fork floor, a
+proxied request ≤ 3× a direct one (one hop through the supervisor), a sandbox's USS ≤ 0.6 of
+one plain app process's (the former 20 MB over ~34 MB), and ≥ 100 sandboxes alive at once.
+``acquire_to_uvicorn_ratio_p50`` (acquire ÷ a fresh uvicorn) has no target: it shows what the
+zygote saves over serving the app the usual way. Prints one JSON document and one summary
+line; ``--json-out`` also writes the JSON.
 
 ``--apps fixture,sqlalchemy`` has the sandboxes run those apps in turn: ``fixture`` is the small
 IDOR fixture app, ``sqlite3`` and ``sqlalchemy`` one factory scenario in that data-access style
@@ -52,11 +54,11 @@ BUNDLE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "idor_note
 
 
 TARGETS = {
-    "acquire_ratio_p50": ("<=", 3),
-    "acquire_ratio_p99": ("<=", 5),
-    "request_ratio_p50": ("<=", 4),
-    "restart_ratio_p50": ("<=", 3),
-    "uss_ratio": ("<=", 0.5),
+    "acquire_ratio_p50": ("<=", 1.5),
+    "acquire_ratio_p99": ("<=", 2),
+    "request_ratio_p50": ("<=", 3),
+    "restart_ratio_p50": ("<=", 1.5),
+    "uss_ratio": ("<=", 0.6),
     "max_concurrent": (">=", 100),
 }
 _RATIOS = {
@@ -192,7 +194,7 @@ async def _floors(
             for _ in range(40 if quick else 200):
                 name, bundle = next(bundles)
                 entry = bundle.manifest.entrypoint
-                forks.append(await zygote.serve(workspace(name, bundle), entry, free_port()))
+                forks.append(await zygote.serve(workspace(name, bundle), entry))
         results["fork_floor_ms_p50"] = statistics.median(forks)
         results["fork_floor_ms_p99"] = _percentile(forks, 0.99)
         fresh = []

@@ -37,7 +37,7 @@ async def test_fork_floor_serves_the_app_faster_than_a_fresh_uvicorn(tmp_path: P
     workspace = floors.write_workspace(bundle.workspace, tmp_path / "ws")
     entry = bundle.manifest.entrypoint
     async with floors.ForkFloor([]) as zygote:
-        forks = [await zygote.serve(workspace, entry, free_port()) for _ in range(3)]
+        forks = [await zygote.serve(workspace, entry) for _ in range(3)]
     fresh = []
     for _ in range(3):
         async with floors.fresh_uvicorn(workspace, entry, free_port()) as app:
