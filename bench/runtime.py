@@ -46,6 +46,7 @@ import random
 import re
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +158,15 @@ async def _latencies(url: str, ref_url: str, n: int, think_s: float) -> dict[str
     return result
 
 
-async def _throughput(url: str, episodes: int, sessions: int) -> dict[str, float]:
+async def _throughput(
+    url: str,
+    episodes: int,
+    sessions: int,
+    script: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None,
+) -> dict[str, float]:
+    """Scripted episodes on ``sessions`` concurrent sessions; ``script`` maps a first
+    observation to the episode's actions (by default :meth:`workload.Moves.script`)."""
+    plan = script or (lambda first: workload.Moves.of(first).script())
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in range(episodes):
         queue.put_nowait(i)
@@ -169,7 +178,7 @@ async def _throughput(url: str, episodes: int, sessions: int) -> dict[str, float
             while not queue.empty():
                 seed = queue.get_nowait()
                 first = await env.reset(seed=1000 + seed)
-                for action in workload.Moves.of(_ok(first).observation).script():
+                for action in plan(_ok(first).observation):
                     result = await env.step(action)
                 breakdown = result.observation["reward_breakdown"]
                 verify.append(breakdown["verify_ms"])
