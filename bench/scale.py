@@ -122,14 +122,16 @@ def _own_cpu_s() -> float:
 async def _measured_burst(
     url: str, server: psutil.Process, args: argparse.Namespace, name: str, unit_ms: float
 ) -> tuple[list[sessions.Session], dict[str, Any]]:
-    """A burst plus the CPU it cost per reset: the gateway's tree (also in calibration units
-    of ``unit_ms``), and this client."""
-    n, tree, own = args.sessions, _tree_cpu_s(server), _own_cpu_s()
-    opened, result = await sessions.burst(url, n, args.spread_s, name, args.group_size)
-    server_ms = (_tree_cpu_s(server) - tree) * 1000 / n
+    """A burst plus the CPU it cost per completed reset (failed ones cost some too, and
+    count as errors): the gateway's tree (also in calibration units of ``unit_ms``), and this
+    client."""
+    tree, own = _tree_cpu_s(server), _own_cpu_s()
+    opened, result = await sessions.burst(url, args.sessions, args.spread_s, name, args.group_size)
+    done = max(1, len(opened))
+    server_ms = (_tree_cpu_s(server) - tree) * 1000 / done
     result[f"{name}_server_cpu_ms_per_reset"] = round(server_ms, 1)
     result[f"{name}_server_cpu_units_per_reset"] = calibration.units(server_ms, unit_ms)
-    result[f"{name}_client_cpu_ms_per_reset"] = round((_own_cpu_s() - own) * 1000 / n, 1)
+    result[f"{name}_client_cpu_ms_per_reset"] = round((_own_cpu_s() - own) * 1000 / done, 1)
     return opened, result
 
 
