@@ -15,6 +15,9 @@ ways of serving the same app with no sandbox at all, timed in the same run on th
 Both run the workspace from a folder on disk with the environment a sandbox gives an app
 (``APP_DB_PATH``, ``APP_DATA_DIR``), a fresh data folder each time, and may cache its bytecode
 beside it (as a sandbox's app does, in a cache of its own), so only the first start compiles.
+Each runs in a session of its own, as a sandbox's app does: with the scheduler's autogroups
+(``/proc/sys/kernel/sched_autogroup_enabled``), CPU is shared between sessions first, so an
+app in the benchmark's session would compete with the benchmark and anything it started.
 :func:`get` is a minimal HTTP/1.1 GET on a kept-alive connection, the floor a proxied request
 is measured against.
 
@@ -116,6 +119,7 @@ async def fresh_uvicorn(workspace: Path, entrypoint: str, port: int) -> AsyncIte
             env={**os.environ, **app_env(Path(data))},
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             yield Served(proc.pid, await first_answer_ms(port, began))
@@ -210,6 +214,7 @@ def _answer_once(request: dict) -> None:
 
     status = 0
     try:
+        os.setsid()  # its own session, as a sandbox's app: so its own scheduler autogroup
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.environ.update(request["env"])
         os.chdir(request["workspace"])

@@ -2,8 +2,9 @@
 
 :func:`gateway` runs ``a01gym serve``; :func:`process` any server command (the reference server
 of ``bench/reference.py``). Each is started as a subprocess (so its CPU and memory are its own,
-apart from the client's), awaited until ``/health`` answers, and stopped by PID with SIGTERM
-when the block ends.
+apart from the client's) in a session of its own (so a scheduler autogroup of its own, as each
+sandbox app has: the gateway and the reference server get the same share of the machine),
+awaited until ``/health`` answers, and stopped by PID with SIGTERM when the block ends.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ async def process(
         env={**os.environ, **(env or {})},
         stdout=asyncio.subprocess.DEVNULL,
         stderr=None if log else asyncio.subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         await _healthy(url, proc)
