@@ -112,6 +112,7 @@ async def steady(sessions: list[Session], duration_s: float, name: str) -> dict[
     return {
         f"{name}_step_ms_p99": _pct(every, 0.99) if every else float("inf"),
         f"{name}_step_ms_p50": _pct(every, 0.5) if every else None,
+        f"{name}_sessions": len(sessions),
         f"{name}_steps": len(every),
         f"{name}_errors": len(errors),
         f"{name}_ms_p99_by_tool": {t: _pct(v, 0.99) for t, v in steps.items() if v},
@@ -124,13 +125,15 @@ async def ladder(sessions: list[Session], duration_s: float, slo_ms: float) -> d
     episode runs out of steps), then at all of them; the most per core within ``slo_ms``."""
     result: dict[str, Any] = {}
     fits, start = [], 0
-    for rung in [r for r in RUNGS if r < len(sessions)]:
+    for rung in RUNGS:
+        if start + rung > len(sessions):  # a burst with errors leaves fewer
+            break
         name = f"steady_{rung}"
         result.update(await steady(sessions[start : start + rung], duration_s, name))
         start += rung
         if result[f"{name}_step_ms_p99"] <= slo_ms and not result[f"{name}_errors"]:
             fits.append(rung)
-    name = "steady_512"  # all of them: 512 unless --sessions says otherwise, as burst_512
+    name = "steady_512"  # all of them: 512 unless --sessions or errors say otherwise
     result.update(await steady(sessions, duration_s, name))
     if result[f"{name}_step_ms_p99"] <= slo_ms and not result[f"{name}_errors"]:
         fits.append(len(sessions))
