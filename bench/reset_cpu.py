@@ -25,7 +25,7 @@ import psutil
 import report
 import serving
 from runtime import FIXTURE
-from scale import _burst, _close
+from sessions import burst, close
 
 TARGETS = {
     "burst_errors": ("<=", 0),
@@ -74,9 +74,9 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     ) as served:
         await asyncio.sleep(3.0)  # the pool of four fills
         before = _snapshot(served.pid)
-        envs, result = await _burst(served.url, n, args.spread_s, "burst")
+        envs, result = await burst(served.url, n, args.spread_s, "burst")
         after = _snapshot(served.pid)
-        await _close(envs)
+        await close(envs)
     total = 0.0
     for kind in _KINDS:
         user, system, faults = (after[kind][i] - before[kind][i] for i in range(3))

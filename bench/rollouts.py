@@ -1,9 +1,9 @@
 """Rollout benchmark: the training rollout path against the raw runtime, measured in one run.
 
-Against one real ``a01gym serve`` process (local sandboxes, the runtime benchmark's fixture):
+Against one real ``a01gym serve`` process (local sandboxes, the test fixture):
 
 * ``episodes_per_s``: the runtime benchmark's raw throughput (a scripted agent straight on the
-  OpenEnv client, 16 sessions);
+  OpenEnv client, 16 sessions, playing :data:`SCRIPT`);
 * ``rollout_episodes_per_s``: the same scripted episodes played through the training rollout
   path (:class:`a01gym.training.rollout.RolloutEngine`: chat rendering, tokenisation, tool-call
   parsing, env masks) in batches of 16, with environment steps gathered across the batch;
@@ -41,16 +41,26 @@ TARGETS = {
 }
 BATCH = 16
 _TEXT = {".py", ".md", ".json"}
+SCRIPT = [
+    {"tool": "list_files"},
+    {"tool": "read_file", "path": "app/routers/notes.py"},
+    {"tool": "search", "pattern": "owner_id"},
+    {"tool": "http_request", "method": "GET", "path": "/notes", "actor": "alice"},
+    {"tool": "http_request", "method": "GET", "path": "/notes", "actor": "bob"},
+    {"tool": "read_file", "path": "app/auth.py"},
+    {"tool": "submit"},
+]
+"""The scripted episode both paths play, on the fixture (``--cache``'s default)."""
 
 
 class ScriptedPolicy:
-    """Replies with the runtime benchmark's script, one action per turn, as tool-call tokens."""
+    """Replies with :data:`SCRIPT`, one action per turn, as tool-call tokens."""
 
     def __init__(self, tokenizer: Any) -> None:
         from a01gym.training import session
 
         self.replies = []
-        for action in runtime.SCRIPT:
+        for action in SCRIPT:
             call = session.action_tool_call(action)["function"]
             text = f"<tool_call>\n{json.dumps(call)}\n</tool_call><|im_end|>"
             self.replies.append(tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -62,7 +72,7 @@ class ScriptedPolicy:
 def _rollout_throughput(url: str, tokenizer: Any, episodes: int, *, parallel: bool) -> float:
     from a01gym.training import rollout
 
-    engine = rollout.RolloutEngine(tokenizer, url, max_turns=len(runtime.SCRIPT))
+    engine = rollout.RolloutEngine(tokenizer, url, max_turns=len(SCRIPT))
     policy = ScriptedPolicy(tokenizer)
     rewards = []
     started = time.perf_counter()
@@ -130,7 +140,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     async with serving.gateway(args.cache, work / "runs", env=env) as served:
         url = served.url
         await asyncio.sleep(1.0)
-        raw = await runtime._throughput(url, args.episodes, BATCH)
+        raw = await runtime._throughput(url, args.episodes, BATCH, script=lambda _: SCRIPT)
         result["episodes_per_s"] = raw["episodes_per_s"]
         # The rollout engine runs its clients on its own loop: off this one, in a thread.
         result["rollout_episodes_per_s"] = await asyncio.to_thread(

@@ -1,23 +1,36 @@
-"""Runtime benchmark: a real ``a01gym serve`` process driven through the real OpenEnv client.
+"""Runtime benchmark: a real ``a01gym serve`` process and OpenEnv's reference server, both
+driven through the real OpenEnv client in the same run.
 
-Measures, over ``/ws`` with ``GenericEnvClient``:
+The workload is a factory-built cache (``bench/workload.py``: every family, both data-access
+styles; ``--cache`` serves another), each reset drawing a scenario at random (a random seed for
+the gateway's sampler), as a trainer's sampler does. The reference (``bench/reference.py``) is
+a trivial tool environment built only from ``openenv``'s ``create_app``, in its own process:
+what the protocol costs with nothing behind it. Rounds alternate between the two servers, so
+both see the same machine. Over ``/ws`` with ``GenericEnvClient``:
 
-* ``reset_ms_p50`` / ``reset_ms_p99``: resets on one session;
-* ``read_file_ms_p50`` / ``http_request_ms_p50``: steps on one session. After each reset
-  the script waits ``--think-s`` (0.25 s) before stepping, standing in for the agent's first
-  generation (an LLM takes far longer): on two cores, a step timed while the pool refill that
-  the reset triggered is still running measures the refill. The throughput phase below has
-  no pauses;
+* ``random_reset_ms_p50`` / ``_p99``: resets on one session, against
+  ``reference_reset_ms_p50`` / ``_p99``; ``random_reset_ratio_p50`` / ``_p99`` are the
+  quotients (p50 over p50, p99 over p99);
+* ``read_file_ms_p50`` (the app's entry module) against ``reference_step_ms_p50`` (the
+  reference's ``read_file``): ``step_ratio_p50``; ``http_request_ms_p50`` (a GET through the
+  app) and its ``http_request_ratio_p50``. After each reset the script waits ``--think-s``
+  (0.25 s) before stepping, standing in for the agent's first generation (an LLM takes far
+  longer): on two cores, a step timed while the pool refill that the reset triggered is still
+  running measures the refill. The throughput phase below has no pauses;
 * ``verify_ms_p50``: the terminal hidden verification (``verify_ms`` of the breakdown) on
   the same single session, each round ending with an edit and ``submit``, so grading loads
   a changed workspace and restarts the app; ``submit_ms_p50`` is that whole step;
 * ``episodes_per_s``: a scripted agent (reset, ~6 steps, submit) on 16 concurrent sessions;
   ``verify_ms_p50_at_16_sessions`` is the grading time there, where every step of 16
-  episodes queues for two cores (no target; reported so nothing is hidden);
+  episodes queues for two cores;
 * ``sessions_churn_leaks``: open/close 1,000 sessions (a quarter reset an episode, half hang
   up without a close message), then compare the server's processes, file descriptors, open
   sessions and sandboxes in use with the baseline, net of any change in the number of warm
   spares (a bounded cache). 0 means nothing leaked.
+
+Targets are the ratios (issue 29): a random reset within 10× the reference's at p50 and 30×
+at p99, a ``read_file`` within 2× the reference's step, and no leak. Absolute figures,
+``calibration_ms`` (``bench/calibration.py``) and the load stay in the JSON beside them.
 
 Prints the JSON report and one summary line (``bench/report.py``); ``--json-out FILE`` also
 writes the JSON.
@@ -29,9 +42,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import random
 import re
 import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,30 +54,22 @@ import httpx
 import psutil
 from openenv.core.generic_client import GenericEnvClient
 
+import calibration
+import reference
 import report
 import serving
+import workload
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "idor_notes"
 TARGETS = {
-    "reset_ms_p50": ("<=", 30.0),
-    "reset_ms_p99": ("<=", 120.0),
-    "read_file_ms_p50": ("<=", 3.0),
-    "http_request_ms_p50": ("<=", 6.0),
-    "verify_ms_p50": ("<=", 500.0),
-    "episodes_per_s": (">=", 8.0),
+    "random_reset_ratio_p50": ("<=", 10.0),
+    "random_reset_ratio_p99": ("<=", 30.0),
+    "step_ratio_p50": ("<=", 2.0),
     "sessions_churn_leaks": ("<=", 0),
 }
 _PROCESSES_PER_SANDBOX = 2  # supervisor, app (or its standby): the machine zygote launches apps
-SCRIPT = [
-    {"tool": "list_files"},
-    {"tool": "read_file", "path": "app/routers/notes.py"},
-    {"tool": "search", "pattern": "owner_id"},
-    {"tool": "http_request", "method": "GET", "path": "/notes", "actor": "alice"},
-    {"tool": "http_request", "method": "GET", "path": "/notes", "actor": "bob"},
-    {"tool": "read_file", "path": "app/auth.py"},
-    {"tool": "submit"},
-]
+_REFERENCE_READ = {"tool": "read_file", "path": "app/db.py"}
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -76,53 +83,90 @@ async def _timed(coro: Any) -> tuple[Any, float]:
     return result, (time.perf_counter() - started) * 1000
 
 
-EDIT = {
-    "tool": "edit_file",
-    "path": "app/db.py",
-    "old": '"""SQLite access for the notes service."""',
-    "new": '"""SQLite access for the notes service (reviewed)."""',
-}
+def _ok(result: Any) -> Any:
+    """``result``, after checking its observation carries no error."""
+    error = result.observation.get("error")
+    assert error is None, error
+    return result
 
 
-async def _latencies(url: str, n: int, think_s: float) -> dict[str, float]:
-    resets, reads, requests, verify, submits = [], [], [], [], []
-    async with GenericEnvClient(base_url=url) as env:
-        for i in range(n):
-            _, ms = await _timed(env.reset(seed=i))
-            resets.append(ms)
-            await asyncio.sleep(think_s)
-            for _ in range(3):
-                result, ms = await _timed(env.step({"tool": "read_file", "path": "app/db.py"}))
-                assert result.observation["error"] is None
-                reads.append(ms)
-                result, ms = await _timed(
-                    env.step(
-                        {
-                            "tool": "http_request",
-                            "method": "GET",
-                            "path": "/notes",
-                            "actor": "alice",
-                        }
-                    )
-                )
-                assert result.observation["error"] is None, result.observation["error"]
-                requests.append(ms)
-            result = await env.step(EDIT)  # grading then loads a changed workspace
-            assert result.observation["error"] is None, result.observation["error"]
-            result, ms = await _timed(env.step({"tool": "submit"}))
-            submits.append(ms)
-            verify.append(result.observation["reward_breakdown"]["verify_ms"])
-    return {
-        "reset_ms_p50": _pct(resets, 0.5),
-        "reset_ms_p99": _pct(resets, 0.99),
-        "read_file_ms_p50": _pct(reads, 0.5),
-        "http_request_ms_p50": _pct(requests, 0.5),
-        "verify_ms_p50": _pct(verify, 0.5),
-        "submit_ms_p50": _pct(submits, 0.5),
+async def _reference_round(ref: GenericEnvClient, seed: int, into: dict[str, list]) -> None:
+    _, ms = await _timed(ref.reset(seed=seed))
+    into["ref_resets"].append(ms)
+    for _ in range(3):
+        result, ms = await _timed(ref.step(_REFERENCE_READ))
+        _ok(result)
+        into["ref_steps"].append(ms)
+
+
+async def _gateway_round(
+    env: GenericEnvClient, seed: int, think_s: float, into: dict[str, list]
+) -> None:
+    first, ms = await _timed(env.reset(seed=seed))
+    into["resets"].append(ms)
+    moves = workload.Moves.of(_ok(first).observation)
+    await asyncio.sleep(think_s)
+    for _ in range(3):
+        result, ms = await _timed(env.step(moves.read()))
+        into["reads"].append(ms)
+        read = _ok(result).observation
+        result, ms = await _timed(env.step(moves.request()))
+        _ok(result)
+        into["requests"].append(ms)
+    # A changed workspace, so grading loads it and restarts the app.
+    _ok(await env.step(moves.edit(read["result"]["content"])))
+    result, ms = await _timed(env.step({"tool": "submit"}))
+    into["submits"].append(ms)
+    into["verify"].append(result.observation["reward_breakdown"]["verify_ms"])
+
+
+async def _latencies(url: str, ref_url: str, n: int, think_s: float) -> dict[str, float]:
+    """``n`` rounds, each one on the reference server and one on the gateway."""
+    samples: dict[str, list[float]] = {
+        k: []
+        for k in ("ref_resets", "ref_steps", "resets", "reads", "requests", "submits", "verify")
     }
+    seeds = random.Random(29)
+    async with (
+        GenericEnvClient(base_url=url) as env,
+        GenericEnvClient(base_url=ref_url) as ref,
+    ):
+        for _ in range(n):
+            seed = seeds.randrange(2**31)
+            await _reference_round(ref, seed, samples)
+            await _gateway_round(env, seed, think_s, samples)
+    result = {
+        "reference_reset_ms_p50": _pct(samples["ref_resets"], 0.5),
+        "reference_reset_ms_p99": _pct(samples["ref_resets"], 0.99),
+        "reference_step_ms_p50": _pct(samples["ref_steps"], 0.5),
+        "reference_step_ms_p99": _pct(samples["ref_steps"], 0.99),
+        "random_reset_ms_p50": _pct(samples["resets"], 0.5),
+        "random_reset_ms_p99": _pct(samples["resets"], 0.99),
+        "read_file_ms_p50": _pct(samples["reads"], 0.5),
+        "http_request_ms_p50": _pct(samples["requests"], 0.5),
+        "verify_ms_p50": _pct(samples["verify"], 0.5),
+        "submit_ms_p50": _pct(samples["submits"], 0.5),
+    }
+    ratios = {
+        "random_reset_ratio_p50": ("random_reset_ms_p50", "reference_reset_ms_p50"),
+        "random_reset_ratio_p99": ("random_reset_ms_p99", "reference_reset_ms_p99"),
+        "step_ratio_p50": ("read_file_ms_p50", "reference_step_ms_p50"),
+        "http_request_ratio_p50": ("http_request_ms_p50", "reference_step_ms_p50"),
+    }
+    for name, (ours, theirs) in ratios.items():
+        result[name] = round(result[ours] / result[theirs], 2)
+    return result
 
 
-async def _throughput(url: str, episodes: int, sessions: int) -> dict[str, float]:
+async def _throughput(
+    url: str,
+    episodes: int,
+    sessions: int,
+    script: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None,
+) -> dict[str, float]:
+    """Scripted episodes on ``sessions`` concurrent sessions; ``script`` maps a first
+    observation to the episode's actions (by default :meth:`workload.Moves.script`)."""
+    plan = script or (lambda first: workload.Moves.of(first).script())
     queue: asyncio.Queue[int] = asyncio.Queue()
     for i in range(episodes):
         queue.put_nowait(i)
@@ -133,8 +177,8 @@ async def _throughput(url: str, episodes: int, sessions: int) -> dict[str, float
         async with GenericEnvClient(base_url=url, message_timeout_s=120) as env:
             while not queue.empty():
                 seed = queue.get_nowait()
-                await env.reset(seed=1000 + seed)
-                for action in SCRIPT:
+                first = await env.reset(seed=1000 + seed)
+                for action in plan(_ok(first).observation):
                     result = await env.step(action)
                 breakdown = result.observation["reward_breakdown"]
                 verify.append(breakdown["verify_ms"])
@@ -218,6 +262,9 @@ async def _churn(url: str, server: psutil.Process, sessions: int, pool_size: int
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
+    cache = args.cache or workload.factory_cache()
+    result: dict[str, Any] = {"cache": str(cache), **workload.cache_mix(cache)}
+    result["calibration_ms"] = calibration.measure()
     env = {
         "A01GYM_SANDBOX__POOL_SIZE": str(args.pool_size),
         "A01GYM_GATEWAY__MAX_SESSIONS": "256",
@@ -225,11 +272,13 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         # for a client that never comes back and would read as leaks until their grace ends.
         "A01GYM_GATEWAY__RESUME_GRACE_S": "0",
     }
-    async with serving.gateway(args.cache, args.runs_dir, env=env) as served:
+    async with (
+        serving.gateway(cache, args.runs_dir, env=env) as served,
+        reference.serve() as ref,
+    ):
         url, server = served.url, psutil.Process(served.pid)
         await asyncio.sleep(1.0)
-        result: dict[str, Any] = {}
-        result.update(await _latencies(url, args.latency_rounds, args.think_s))
+        result.update(await _latencies(url, ref.url, args.latency_rounds, args.think_s))
         result.update(await _throughput(url, args.episodes, args.sessions))
         result.update(await _churn(url, server, args.churn, args.pool_size))
     return result
@@ -241,7 +290,9 @@ def cli() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="fewer rounds (about a minute)")
     parser.add_argument("--json-out", type=Path, help="also write the JSON result here")
-    parser.add_argument("--cache", type=Path, default=FIXTURE, help="scenario source")
+    parser.add_argument(
+        "--cache", type=Path, help="scenario source (default: the factory-built bench cache)"
+    )
     parser.add_argument("--runs-dir", type=Path, default=Path("/tmp/a01gym-bench-runs"))
     parser.add_argument("--sessions", type=int, default=16, help="concurrent sessions")
     parser.add_argument("--pool-size", type=int, default=8, help="warm sandboxes")
@@ -254,7 +305,15 @@ def cli() -> None:
     args.churn = 1000
     began = time.perf_counter()
     metrics = asyncio.run(main(args))
-    report.emit("runtime", metrics, TARGETS, quick=args.quick, began=began, json_out=args.json_out)
+    report.emit(
+        "runtime",
+        metrics,
+        TARGETS,
+        quick=args.quick,
+        began=began,
+        json_out=args.json_out,
+        calibration_ms=metrics["calibration_ms"],
+    )
 
 
 if __name__ == "__main__":

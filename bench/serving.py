@@ -1,6 +1,9 @@
-"""The real gateway a benchmark drives: one ``a01gym serve`` process on a free loopback port.
+"""The real servers a benchmark drives, each its own process on a free loopback port.
 
-Started as a subprocess (so its CPU and memory are the gateway's own, apart from the client's),
+:func:`gateway` runs ``a01gym serve``; :func:`process` any server command (the reference server
+of ``bench/reference.py``). Each is started as a subprocess (so its CPU and memory are its own,
+apart from the client's) in a session of its own (so a scheduler autogroup of its own, as each
+sandbox app has: the gateway and the reference server get the same share of the machine),
 awaited until ``/health`` answers, and stopped by PID with SIGTERM when the block ends.
 """
 
@@ -12,12 +15,17 @@ import dataclasses
 import os
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import httpx
 
-__all__ = ["Served", "gateway"]
+__all__ = ["START_TIMEOUT_S", "Served", "gateway", "process"]
+
+START_TIMEOUT_S = 300.0
+"""How long a server may take to answer ``/health``: OpenEnv's server imports gradio, which
+takes ~20 s on two busy cores, and minutes at nice 19 beside a full machine."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,22 +52,42 @@ async def gateway(
         log: let the server's stderr through (for debugging a run).
 
     Raises:
-        RuntimeError: when ``/health`` does not answer within 30 s.
+        RuntimeError: when ``/health`` does not answer within ``START_TIMEOUT_S``.
     """
     from a01gym.gateway.server import free_port
 
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "a01gym.cli", "serve", "--port", str(port)]
+    command += ["--cache", str(cache), "--runs-dir", str(runs_dir), *args]
+    async with process(
+        command, f"http://127.0.0.1:{port}", env=env, log=log, stop_timeout_s=stop_timeout_s
+    ) as served:
+        yield served
+
+
+@contextlib.asynccontextmanager
+async def process(
+    command: Sequence[str],
+    url: str,
+    *,
+    env: dict[str, str] | None = None,
+    log: bool = False,
+    stop_timeout_s: float = 60,
+) -> AsyncIterator[Served]:
+    """Run ``command``, a server that answers ``url + "/health"``, until the block ends.
+
+    Raises:
+        RuntimeError: when ``/health`` does not answer within ``START_TIMEOUT_S``.
+    """
     proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        *("-m", "a01gym.cli", "serve", "--port", str(port)),
-        *("--cache", str(cache), "--runs-dir", str(runs_dir), *args),
+        *command,
         env={**os.environ, **(env or {})},
         stdout=asyncio.subprocess.DEVNULL,
         stderr=None if log else asyncio.subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
-        await _healthy(url)
+        await _healthy(url, proc)
         yield Served(url, proc.pid)
     finally:
         if proc.returncode is None:
@@ -68,11 +96,14 @@ async def gateway(
             await proc.wait()
 
 
-async def _healthy(url: str) -> None:
+async def _healthy(url: str, proc: asyncio.subprocess.Process) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
     async with httpx.AsyncClient() as http:
-        for _ in range(600):
+        while time.monotonic() < deadline and proc.returncode is None:
             with contextlib.suppress(httpx.TransportError):
                 if (await http.get(url + "/health")).status_code == 200:
                     return
             await asyncio.sleep(0.05)
-    raise RuntimeError(f"the gateway at {url} did not answer /health within 30 s")
+    if proc.returncode is not None:
+        raise RuntimeError(f"the server for {url} exited {proc.returncode} before it answered")
+    raise RuntimeError(f"the server at {url} did not answer /health within {START_TIMEOUT_S} s")
