@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 
 from a01gym.factory import appgen, families, guards
+from a01gym.factory import sites as site_registry
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.fixtures import FixtureValues
 
@@ -45,7 +46,7 @@ def trap_variant(spec: ScenarioSpec, trap: str) -> appgen.Variant:
         ValueError: for a trap the family does not support.
     """
     sites = list(spec.bug.sites)
-    fam = spec.bug.family
+    family = families.family(spec.bug.family)
     vuln = dict.fromkeys(sites, "vuln")
     world = FixtureValues(visible_seed(spec))
     victim = spec.actor("user", "a", 0).name
@@ -62,14 +63,15 @@ def trap_variant(spec: ScenarioSpec, trap: str) -> appgen.Variant:
     if trap == "deny_all":
         return appgen.Variant(modes=dict.fromkeys(sites, "deny"))
     if trap == "delete_route":
-        removed = set(sites)
-        if fam == "F05":
-            raise ValueError("F05 has no route to delete")
-        return appgen.Variant(modes={}, removed=frozenset(removed))
+        shared = [site_registry.SITES[s] for s in sites if s in site_registry.SITES]
+        routeless = [s.id for s in shared if not s.route]
+        if routeless:
+            raise ValueError(f"{', '.join(routeless)}: no route to delete")
+        return appgen.Variant(modes={}, removed=frozenset(sites))
     if trap == "global_auth":
         return appgen.Variant(modes={}, global_auth=True)
-    if trap == "admin_break" and fam == "F06":
-        return appgen.Variant(modes={"admin.role": "deny"})
+    if trap in family.trap_modes:
+        return appgen.Variant(modes=dict(family.trap_modes[trap]))
     if trap == "hardcode":
         return appgen.Variant(modes=dict.fromkeys(sites, "hardcode"), hardcode=hardcode)
     simple = {
@@ -83,7 +85,7 @@ def trap_variant(spec: ScenarioSpec, trap: str) -> appgen.Variant:
         "response_only",
         "over_block",
     }
-    if trap in simple or trap in families.family(fam).traps:
+    if trap in simple or trap in family.traps:
         return appgen.Variant(modes=dict.fromkeys(sites, trap))
     raise ValueError(f"unknown trap {trap!r}")
 

@@ -23,7 +23,7 @@ class RenderHost:
         names: dict[str, object]
         distance: str
         indirection: str
-        fam: str
+        family: Any
         _uses_ops: bool
         extra: Any
 

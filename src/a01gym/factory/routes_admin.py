@@ -9,7 +9,6 @@ tenant settings route.
 from __future__ import annotations
 
 from a01gym.factory import checkforms
-from a01gym.factory.families.f14_path_mismatch import LEGACY_PREFIXES
 from a01gym.factory.families.f17_forced_browsing import guard as debug_guard
 from a01gym.factory.renderhost import RenderHost
 
@@ -63,9 +62,7 @@ class AdminRoutes(RenderHost):
     def admin_router(self) -> str:
         out: list[str] = []
         uses_ops = False
-        prefixes = ["/admin"]
-        if self.fam == "F14":
-            prefixes += [p for s, p in LEGACY_PREFIXES.items() if s not in self.v.removed]
+        prefixes = ["/admin", *self.extra.admin_mounts]
         specs = [
             ("admin.users", "GET", "/users"),
             ("admin.audit", "GET", "/audit"),

@@ -163,11 +163,12 @@ class RecordRoutes(RenderHost):
         )
 
     def _write_guard(self, verb: str) -> checkforms.Guard | None:
-        """F02's write check as a module-level predicate or raiser, when its app draws one
-        (``None``: the check stays inline in the handler)."""
-        if self.fam != "F02":
+        """The write check as a module-level predicate or raiser, when the family's apps draw
+        its form and this one drew one (``None``: the check stays inline in the handler)."""
+        forms = self.family.check_forms.get("record.write")
+        if forms is None:
             return None
-        form = checkforms.draw(self.spec, "record.write", checkforms.PLAIN_FORMS)
+        form = checkforms.draw(self.spec, "record.write", forms)
         if form == "inline":
             return None
         return checkforms.Guard(

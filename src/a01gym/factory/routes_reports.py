@@ -30,16 +30,19 @@ class ReportRoutes(RenderHost):
 
         def _record_imports(self, body: str) -> str: ...
 
+    def _anonymous(self, site: str) -> bool:
+        """Whether the bug at ``site`` leaves out the authentication dependency too."""
+        return self.v.mode(site) == "vuln" and site in self.family.unauthenticated
+
     def reports_router(self) -> str:
         url = str(self.names["url"])
         out: list[str] = []
         print_mode = self.v.mode("record.print")
         export_mode = self.v.mode("record.export")
         digest_mode = self.v.mode("record.digest")
-        no_auth = ("vuln",) if self.fam == "F03" else ()
         if "record.export" not in self.v.removed:
             self.route("GET", f"/reports{url}.csv")
-            if export_mode in no_auth:
+            if self._anonymous("record.export"):
                 signature, rows = "", "repository.${Ent}Repository(connection).all_rows()"
             elif export_mode == "auth_only":
                 signature = "\n    user: CurrentUser = Depends(security.current_user),"
@@ -85,7 +88,7 @@ class ReportRoutes(RenderHost):
         # the {id} route goes last so it never shadows /digest
         if "record.print" not in self.v.removed:
             self.route("GET", f"/reports{url}/{{{self.names['ent']}_id}}")
-            if print_mode in no_auth or print_mode == "auth_only":
+            if self._anonymous("record.print") or print_mode == "auth_only":
                 user_param = (
                     "\n    user: CurrentUser = Depends(security.current_user),"
                     if print_mode == "auth_only"
@@ -103,8 +106,6 @@ class ReportRoutes(RenderHost):
                 )
             else:
                 user_param = "\n    user: CurrentUser = Depends(security.current_user),"
-                if self.fam == "F03" and print_mode == "vuln":
-                    user_param = ""
                 load = _indent(self._load("record.print", "print", "can_read"), 4)
             request = "\n    request: Request," if self._needs_request("record.print") else ""
             out.append(

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from a01gym.factory import testkit
+from typing import TYPE_CHECKING
+
+from a01gym.factory import checkforms, testkit
 from a01gym.factory.families.base import OWASP_A01, Family
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest
+
+if TYPE_CHECKING:
+    from a01gym.factory.spec import PolicyFeatures
 
 __all__ = ["FAMILY"]
 
@@ -105,6 +110,11 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
     return tests
 
 
+def _trap_applies(trap: str, sites: list[str], features: PolicyFeatures) -> bool:
+    """``admin_break`` is seen only where an administrator's write is a regression test."""
+    return trap != "admin_break" or "record.delete" in sites or features.admin_edits
+
+
 FAMILY = Family(
     "F02",
     "Ownership checked on read but not on write/delete siblings",
@@ -114,4 +124,6 @@ FAMILY = Family(
     ("record.update", "record.delete", "record.archive"),
     ("deny_all", "delete_route", "status_only", "client_trust", "hardcode", "admin_break"),
     regressions=_regressions,
+    check_forms={"record.write": checkforms.PLAIN_FORMS},
+    trap_applies=_trap_applies,
 )

@@ -16,4 +16,5 @@ FAMILY = Family(
     ("record.print", "record.export"),
     ("deny_all", "delete_route", "auth_only", "global_auth"),
     regressions=public_guide,
+    unauthenticated=("record.print", "record.export"),
 )

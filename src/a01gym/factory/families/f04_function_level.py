@@ -6,10 +6,15 @@ Its exploits of ``admin.disable`` include a user disabling their own account, wh
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from a01gym.factory import testkit
 from a01gym.factory.families.base import OWASP_A01, Family
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest
+
+if TYPE_CHECKING:
+    from a01gym.factory.sites import Attack
 
 __all__ = ["FAMILY"]
 
@@ -57,6 +62,26 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
     return tests
 
 
+def _extra_exploits(a: Attack) -> list[HttpTest]:
+    """The attacker disables their own account (what ``self_exempt`` lets through)."""
+    if a.site != "admin.disable":
+        return []
+    me = testkit.id_of(a.attacker)
+    return [
+        testkit.write_test(
+            f"{a.id}.self",
+            a.kind,
+            a.attacker,
+            "POST",
+            f"/admin/users/{me}/disable",
+            "SELECT is_active FROM users WHERE id = ?",
+            [me],
+            headers={},
+            description=f"{a.attacker} disables {a.attacker}'s account",
+        )
+    ]
+
+
 FAMILY = Family(
     "F04",
     "Function-level authorization missing (authenticated is not admin)",
@@ -67,4 +92,5 @@ FAMILY = Family(
     ("deny_all", "delete_route", "status_only", "client_trust", "hardcode", "self_exempt"),
     trap_sites={"self_exempt": "admin.disable"},
     regressions=_regressions,
+    extra_exploits=_extra_exploits,
 )
