@@ -16,6 +16,7 @@ from a01gym.factory.families import f06_mass_assignment
 from a01gym.factory.families.f07_tenant_lists import UNSCOPED_LIST, list_bug
 from a01gym.factory.families.f08_export_filter import repository_body
 from a01gym.factory.families.f10_path_traversal import download_check
+from a01gym.factory.families.vocabulary import Mode
 from a01gym.factory.routes_records import LOADS
 
 __all__ = ["DataMixin"]
@@ -36,9 +37,9 @@ class DataMixin:
     # -- data access -------------------------------------------------------------------------
     def repository(self) -> str:
         list_mode, search_mode = self.v.mode("record.list"), self.v.mode("record.search")
-        if list_mode == "vuln" and list_bug(self.spec) == "unscoped":
+        if list_mode == Mode.VULN and list_bug(self.spec) == "unscoped":
             list_body = UNSCOPED_LIST["sqlite3"]
-        elif list_mode == "vuln":
+        elif list_mode == Mode.VULN:
             list_body = """
                 if owner_id is not None:
                     sql, params = "SELECT * FROM $ents WHERE owner_id = ?", [owner_id]
@@ -60,7 +61,7 @@ class DataMixin:
                     sql += " AND owner_id = ?"
                     params.append(owner_id)
             """
-        elif list_mode == "deny":
+        elif list_mode == Mode.DENY:
             list_body = """
                 sql, params = "SELECT * FROM $ents WHERE 0 = 1", []
             """
@@ -72,7 +73,7 @@ class DataMixin:
                     sql += " AND owner_id = ?"
                     params.append(owner_id)
             """
-        if search_mode == "vuln":
+        if search_mode == Mode.VULN:
             search_body = """
                 sql, params = "SELECT * FROM $ents WHERE $title LIKE ?", [pattern]
             """
@@ -85,7 +86,7 @@ class DataMixin:
                 sql = "SELECT * FROM $ents WHERE tenant_id = ? AND $title LIKE ?"
                 params = [tenant_id or user.tenant_id, pattern]
             """
-        elif search_mode == "deny":
+        elif search_mode == Mode.DENY:
             search_body = """
                 sql, params = "SELECT * FROM $ents WHERE 0 = 1", []
             """
@@ -131,7 +132,7 @@ class DataMixin:
         if self.distance == "repository":
             for site, verb, scope_fn in self._record_sites():
                 mode = self.v.mode(site)
-                if mode == "vuln":
+                if mode == Mode.VULN:
                     body = 'return self._one("SELECT * FROM $ents WHERE id = ?", [${ent}_id])'
                 else:
                     body = (
@@ -330,7 +331,7 @@ class DataMixin:
         for site, verb, _ in self._record_sites():
             condition = (
                 "${ent} is None"
-                if self.v.mode(site) == "vuln"
+                if self.v.mode(site) == Mode.VULN
                 else f"${{ent}} is None or not policy.{checks[verb]}(user, ${{ent}})"
             )
             refuse = (

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 from a01gym.factory import appcore, appdata, apppolicy, approutes, families, styles
 from a01gym.factory.codetext import block as _block
-from a01gym.factory.families import FamilyApp
+from a01gym.factory.families import FamilyApp, Mode
 from a01gym.factory.families.f17_forced_browsing import guard as debug_guard
 from a01gym.factory.spec import ScenarioSpec
 
@@ -38,7 +38,8 @@ _ROUTERS = ("admin", "files", "internal", "public", "records", "reports", "tenan
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
-    """How to render each site. Sites not listed are ``secure``."""
+    """How to render each site: its mode (a :class:`~a01gym.factory.families.Mode`, or the
+    name of the trap it renders). Sites not listed are ``secure``."""
 
     modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     removed: frozenset[str] = frozenset()
@@ -47,7 +48,7 @@ class Variant:
 
     def mode(self, site: str) -> str:
         """The mode of ``site``."""
-        return self.modes.get(site, "secure")
+        return self.modes.get(site, Mode.SECURE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,7 +181,7 @@ class _Renderer(
         includes.append("app.include_router(tenant.router)")
         mounted = (
             debug_guard(self.spec) == "mount"
-            and self.v.mode("debug.config") == "secure"
+            and self.v.mode("debug.config") == Mode.SECURE
             and "debug.config" not in self.v.removed
         )
         includes.append(

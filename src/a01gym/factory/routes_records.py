@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from a01gym.factory import checkforms
 from a01gym.factory.codetext import indent as _indent
 from a01gym.factory.families.f06_mass_assignment import dump_call
+from a01gym.factory.families.vocabulary import Mode
 from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["LOADS", "RecordRoutes"]
@@ -81,9 +82,9 @@ class RecordRoutes(RenderHost):
     def _load(self, site: str, verb: str, check: str, *, write: bool = False) -> str:
         """Handler lines that bind the record (or raise 404) for one site."""
         mode = self.v.mode(site)
-        if mode in ("secure", "vuln") and self.distance == "service":
+        if mode in (Mode.SECURE, Mode.VULN) and self.distance == "service":
             return self.t(f"$ent = services.${{ent}}_for_{verb}(connection, user, ${{ent}}_id)")
-        if mode in ("secure", "vuln") and self.distance == "repository":
+        if mode in (Mode.SECURE, Mode.VULN) and self.distance == "repository":
             return self.t(
                 f"""
                 $ent = repository.${{Ent}}Repository(connection).get_for_{verb}(user, ${{ent}}_id)
@@ -92,7 +93,7 @@ class RecordRoutes(RenderHost):
                 """
             )
         get = "$ent = repository.${Ent}Repository(connection).get(${ent}_id)"
-        if mode == "vuln" or (mode == "status_only" and write):
+        if mode == Mode.VULN or (mode == "status_only" and write):
             condition = "$ent is None"
         elif mode == "status_only":
             return self.t(
@@ -116,7 +117,7 @@ class RecordRoutes(RenderHost):
                     raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")
                 """
             )
-        elif mode == "hardcode":
+        elif mode == Mode.HARDCODE:
             victim = self.v.hardcode.get("record_id", "0")
             owner = self.v.hardcode.get("owner_id", "0")
             return self.t(
@@ -128,7 +129,7 @@ class RecordRoutes(RenderHost):
             )
         elif mode == "admin_break":
             condition = '$ent is None or $ent["owner_id"] != user.id'
-        elif mode == "deny":
+        elif mode == Mode.DENY:
             return self.t(
                 """
                 raise HTTPException(status.HTTP_403_FORBIDDEN, "not allowed")

@@ -14,6 +14,7 @@ from a01gym.factory.families.f06_mass_assignment import dump_call
 from a01gym.factory.families.f08_export_filter import handler_rows
 from a01gym.factory.families.f09_response_model import view
 from a01gym.factory.families.f10_path_traversal import download_check
+from a01gym.factory.families.vocabulary import Mode
 from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["ReportRoutes"]
@@ -32,7 +33,7 @@ class ReportRoutes(RenderHost):
 
     def _anonymous(self, site: str) -> bool:
         """Whether the bug at ``site`` leaves out the authentication dependency too."""
-        return self.v.mode(site) == "vuln" and site in self.family.unauthenticated
+        return self.v.mode(site) == Mode.VULN and site in self.family.unauthenticated
 
     def reports_router(self) -> str:
         url = str(self.names["url"])

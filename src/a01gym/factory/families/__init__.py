@@ -41,13 +41,17 @@ from a01gym.factory.families import (  # noqa: F401
     f20_role_escalation,
 )
 from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families.vocabulary import Mode, Trap
 
 __all__ = [
     "FAMILIES",
     "OWASP_A01",
+    "TRAPS",
     "TRAP_KINDS",
     "Family",
     "FamilyApp",
+    "Mode",
+    "Trap",
     "catalog_table",
     "family",
 ]
@@ -60,10 +64,10 @@ _MODULES = tuple(
 """The family modules imported above, in id order (the import is the one list to edit)."""
 
 FAMILIES: dict[str, Family] = {module.FAMILY.id: module.FAMILY for module in _MODULES}
-TRAP_KINDS: tuple[str, ...] = tuple(
-    sorted({t for f in FAMILIES.values() for t in (*f.traps, *f.multi_site_traps)})
-)
-"""Every trap some family uses (a family names its own in ``Family.traps``)."""
+TRAPS: dict[str, Trap] = {t.name: t for f in FAMILIES.values() for t in f.every_trap}
+"""Every trap some family uses, by name (a family names its own in ``Family.traps``)."""
+TRAP_KINDS: tuple[str, ...] = tuple(sorted(TRAPS))
+"""The names of :data:`TRAPS`, sorted."""
 
 
 def catalog_table() -> str:

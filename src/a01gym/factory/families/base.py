@@ -24,11 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from a01gym.factory.families import vocabulary
 
 if TYPE_CHECKING:
+    from a01gym.factory.renderhost import Renderer
     from a01gym.factory.sites import Attack
-    from a01gym.factory.spec import PolicyFeatures
+    from a01gym.factory.spec import PolicyFeatures, ScenarioSpec
     from a01gym.factory.testkit import Cast
     from a01gym.scenario.httptest import HttpTest
 
@@ -72,19 +75,21 @@ def _every_trap(trap: str, sites: list[str], features: PolicyFeatures) -> bool:
     return True
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Family:
     """One bug family: labels, injectable sites, meaningful traps and the family's hooks."""
 
     id: str
     title: str
-    cwe: str
     cwes: tuple[str, ...]
-    owasp: str
+    """The CWEs the family covers; the first is the scenario's label (:attr:`cwe`)."""
     sites: tuple[str, ...]
-    traps: tuple[str, ...]
+    traps: tuple[vocabulary.Trap, ...]
+    """The wrong fixes that make sense for the family (a spec draws some of them)."""
+    owasp: str = OWASP_A01
     indirections: tuple[str, ...] = ("dependency", "router", "decorator")
-    multi_site_traps: tuple[str, ...] = ("fix_one_sibling",)
+    multi_site_traps: tuple[vocabulary.Trap, ...] = (vocabulary.FIX_ONE_SIBLING,)
+    """Traps that apply when a spec has more than one site."""
     mapping: str = dataclasses.field(default="", compare=False)
     """Where the A01 fit is loose: the OWASP 2021 categories the CWEs really map to."""
     needs_roles: tuple[str, ...] = ()
@@ -121,7 +126,7 @@ class Family:
     trap_modes: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict, compare=False)
     """trap -> the site modes it renders, where it breaks other sites than the family's own
     (otherwise a trap renders the spec's sites in the mode named after it)."""
-    app: Callable[[Any], FamilyApp] | None = dataclasses.field(
+    app: Callable[[Renderer], FamilyApp] | None = dataclasses.field(
         default=None, compare=False, repr=False
     )
     """Renders the family's own app code from the renderer (its modes and names)."""
@@ -129,7 +134,22 @@ class Family:
         default=None, compare=False, repr=False
     )
     """Extra fixture rows by table (new tables, or rows appended to existing ones)."""
-    policy: Callable[[Any], list[str]] | None = dataclasses.field(
+    policy: Callable[[ScenarioSpec], list[str]] | None = dataclasses.field(
         default=None, compare=False, repr=False
     )
     """Extra policy sentences (from the spec) for TASK.md and the manifest."""
+
+    @property
+    def cwe(self) -> str:
+        """The CWE a scenario of the family is labelled with."""
+        return self.cwes[0]
+
+    @property
+    def trap_names(self) -> tuple[str, ...]:
+        """The names of :attr:`traps` (what a spec lists)."""
+        return tuple(t.name for t in self.traps)
+
+    @property
+    def every_trap(self) -> tuple[vocabulary.Trap, ...]:
+        """Every trap a spec of the family may list: its own and the multi-site ones."""
+        return (*self.traps, *self.multi_site_traps)

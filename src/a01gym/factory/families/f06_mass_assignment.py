@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R, own_account
 from a01gym.scenario.httptest import HttpTest
 
@@ -99,14 +100,31 @@ def _extra_exploits(a: Attack) -> list[HttpTest]:
     return tests
 
 
+_FORBID_EXTRA = vocabulary.Trap(
+    name="forbid_extra",
+    doc="the input models refuse unknown fields, privileged ones included",
+)
+_RESPONSE_ONLY = vocabulary.Trap(
+    name="response_only",
+    doc="privileged fields hidden from the response, still accepted on input",
+)
+_STRIP_OWNER = vocabulary.Trap(
+    name="strip_owner",
+    doc="only the owner of a new record overwritten; its tenant and status still the caller's",
+)
+
 FAMILY = Family(
-    "F06",
-    "Mass assignment of privileged fields",
-    "CWE-915",
-    ("CWE-915", "CWE-639", "CWE-269"),
-    OWASP_A01,
-    ("profile.update", "record.create"),
-    ("forbid_extra", "response_only", "admin_break", "delete_route", "strip_owner"),
+    id="F06",
+    title="Mass assignment of privileged fields",
+    cwes=("CWE-915", "CWE-639", "CWE-269"),
+    sites=("profile.update", "record.create"),
+    traps=(
+        _FORBID_EXTRA,
+        _RESPONSE_ONLY,
+        vocabulary.ADMIN_BREAK,
+        vocabulary.DELETE_ROUTE,
+        _STRIP_OWNER,
+    ),
     trap_sites={"strip_owner": "record.create", "response_only": "profile.update"},
     regressions=_regressions,
     extra_exploits=_extra_exploits,

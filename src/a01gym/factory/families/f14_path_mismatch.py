@@ -10,12 +10,16 @@ the shared skeleton.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R, public_guide
 from a01gym.scenario.httptest import HttpTest, TestKind
+
+if TYPE_CHECKING:
+    from a01gym.factory.renderhost import Renderer
 
 __all__ = ["FAMILY", "GUARDS", "LEGACY_PREFIXES", "PathGuard", "path_guard"]
 
@@ -75,7 +79,7 @@ def _exploits(
     ]
 
 
-def _app(r: Any) -> FamilyApp:
+def _app(r: Renderer) -> FamilyApp:
     """The guard middleware, its matcher and the alias mounts (sites not removed)."""
     guard = _path_guard(r)
     deny = any(r.v.mode(s) == "deny" for s in LEGACY_PREFIXES)
@@ -107,14 +111,17 @@ def _app(r: Any) -> FamilyApp:
     )
 
 
+_OVER_BLOCK = vocabulary.Trap(
+    name="over_block",
+    doc="the guard matches a bare prefix and blocks public pages that share it",
+)
+
 FAMILY = Family(
-    "F14",
-    "Guard/route path mismatch (legacy alias prefix)",
-    "CWE-425",
-    ("CWE-425", "CWE-706", "CWE-288"),
-    OWASP_A01,
-    tuple(LEGACY_PREFIXES),
-    ("deny_all", "delete_route", "over_block"),
+    id="F14",
+    title="Guard/route path mismatch (legacy alias prefix)",
+    cwes=("CWE-425", "CWE-706", "CWE-288"),
+    sites=tuple(LEGACY_PREFIXES),
+    traps=(vocabulary.DENY_ALL, vocabulary.DELETE_ROUTE, _OVER_BLOCK),
     indirections=("middleware",),
     regressions=_regressions,
     exploits=_exploits,
@@ -136,7 +143,7 @@ class PathGuard:
     config: str = ""
 
 
-def _path_guard(r: Any) -> PathGuard:
+def _path_guard(r: Renderer) -> PathGuard:
     """The app's admin-path matcher: ``/admin`` and every alias prefix not left unguarded."""
     prefixes = ["/admin"] + [
         prefix

@@ -15,12 +15,16 @@ fix that still accepts any other algorithm).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
+
+if TYPE_CHECKING:
+    from a01gym.factory.renderhost import Renderer
 
 __all__ = ["FAMILY"]
 
@@ -91,7 +95,7 @@ _EXPIRED = '''
     '''
 
 
-def _checks(r: Any) -> tuple[str, str, str]:
+def _checks(r: Renderer) -> tuple[str, str, str]:
     """The signature and expiry checks of ``claims_of``, and the helpers they call."""
     signature = r.v.mode("jwt.signature")
     expiry = r.v.mode("jwt.expiry")
@@ -115,7 +119,7 @@ def _checks(r: Any) -> tuple[str, str, str]:
     return check_text, expiry_text, ""
 
 
-def _tokens(r: Any) -> str:
+def _tokens(r: Renderer) -> str:
     check_text, expiry_text, helpers = _checks(r)
     return r.t(
         '''
@@ -179,7 +183,7 @@ def _tokens(r: Any) -> str:
     )
 
 
-def _api(r: Any) -> str:
+def _api(r: Renderer) -> str:
     removed = bool(r.v.removed)
     url = str(r.names["url"])
     handlers = ""
@@ -260,7 +264,7 @@ def _api(r: Any) -> str:
     ) + ("\n\n\n" + handlers if handlers else "")
 
 
-def _app(r: Any) -> FamilyApp:
+def _app(r: Renderer) -> FamilyApp:
     return FamilyApp(
         files={"app/tokens.py": _tokens(r), "app/routers/api.py": _api(r)}, routers=["api"]
     )
@@ -396,19 +400,24 @@ def _policy(spec: Any) -> list[str]:
     ]
 
 
+_ALG_FROM_HEADER = vocabulary.Trap(
+    name="alg_from_header",
+    doc="the signature checked only when the token says it is HS256",
+)
+_NONE_REJECTED = vocabulary.Trap(
+    name="none_rejected",
+    doc="tokens with alg none refused, other algorithms still unchecked",
+)
+
 FAMILY = Family(
-    "F15",
-    "JWT verification skipped or weakened",
-    "CWE-347",
-    ("CWE-347", "CWE-345", "CWE-287"),
-    OWASP_A01,
-    ("jwt.signature", "jwt.expiry"),
-    ("deny_all", "delete_route", "alg_from_header", "none_rejected"),
-    mapping=(
-        "loose: CWE-347 maps to A02:2021 (Cryptographic Failures) and CWE-287 to A07:2021 "
-        "(Identification and Authentication Failures); the A01:2021 text lists JWT tampering "
-        "to elevate privileges, so the family is kept in the A01 catalog"
-    ),
+    id="F15",
+    title="JWT verification skipped or weakened",
+    cwes=("CWE-347", "CWE-345", "CWE-287"),
+    sites=("jwt.signature", "jwt.expiry"),
+    traps=(vocabulary.DENY_ALL, vocabulary.DELETE_ROUTE, _ALG_FROM_HEADER, _NONE_REJECTED),
+    mapping="loose: CWE-347 maps to A02:2021 (Cryptographic Failures) and CWE-287 to A07:2021 "
+    "(Identification and Authentication Failures); the A01:2021 text lists JWT tampering "
+    "to elevate privileges, so the family is kept in the A01 catalog",
     trap_sites={"alg_from_header": "jwt.signature", "none_rejected": "jwt.signature"},
     cross_tenant=False,
     exploits=_exploits,
