@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from a01gym.factory import appcore, appdata, apppolicy, approutes, families, styles
+from a01gym.factory import appcore, appdata, apppolicy, approutes, appstorage, families, styles
 from a01gym.factory.codetext import block as _block
 from a01gym.factory.families import FamilyApp, Mode
 from a01gym.factory.families.f17_forced_browsing import guard as debug_guard
@@ -69,7 +69,11 @@ def render_app(spec: ScenarioSpec, variant: Variant) -> RenderedApp:
 
 
 class _Renderer(
-    appcore.CoreModules, apppolicy.PolicyModules, appdata.DataMixin, approutes.RoutesMixin
+    appcore.CoreModules,
+    apppolicy.PolicyModules,
+    appdata.DataMixin,
+    appstorage.StorageModule,
+    approutes.RoutesMixin,
 ):
     def __init__(self, spec: ScenarioSpec, variant: Variant) -> None:
         self.spec = spec

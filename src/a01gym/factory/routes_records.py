@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (templates of generated code keep the generated line lengths)
-"""Router modules of a generated app, part 1: ``public`` and ``records``.
+"""Router modules of a generated app, part 1: ``records``.
 
 A mixin of :class:`a01gym.factory.appgen._Renderer`. The single-record sites (read, update,
 archive, delete) and the record loader every router shares (``_load``) are rendered here,
@@ -25,59 +25,11 @@ forbidden (404), or a second ``if`` for forbidden (403)."""
 
 
 class RecordRoutes(RenderHost):
-    """Renders ``app/routers/public.py`` and ``app/routers/records.py``."""
+    """Renders ``app/routers/records.py``."""
 
     if TYPE_CHECKING:  # from the other mixins
 
         def _record_sites(self) -> list[tuple[str, str, str]]: ...
-
-    # -- routers -----------------------------------------------------------------------------
-    def public_router(self) -> str:
-        self.route("GET", "/health")
-        self.route("GET", "/admin-guide")
-        stats = ""
-        if "public_stats" in self.spec.decoys:
-            self.route("GET", "/public/stats")
-            stats = "\n\n\n" + self.t(
-                '''
-
-
-                @router.get("/public/stats")
-                def public_stats(connection: sqlite3.Connection = Depends(db.get_db)) -> dict[str, int]:
-                    """Aggregate counts are public by policy; no record content leaves here."""
-                    return {"$ents": repository.${Ent}Repository(connection).count()}
-                '''
-            )
-        return (
-            self.t(
-                '''
-                """Public endpoints: health and the administrator guide."""
-
-                import sqlite3
-
-                from fastapi import APIRouter, Depends
-                from fastapi.responses import PlainTextResponse
-
-                from app import config, db, repository
-
-                router = APIRouter(tags=["public"])
-
-
-                @router.get("/health")
-                def health() -> dict[str, str]:
-                    return {"status": "ok", "app": config.APP_NAME}
-
-
-                @router.get("/admin-guide", response_class=PlainTextResponse)
-                def admin_guide() -> str:
-                    return (
-                        f"{config.APP_NAME} administrator guide\\n"
-                        "Administrators manage accounts under /admin. Ask your administrator for access.\\n"
-                    )
-                '''
-            )
-            + stats
-        )
 
     def _load(self, site: str, verb: str, check: str, *, write: bool = False) -> str:
         """Handler lines that bind the record (or raise 404) for one site."""
@@ -166,9 +118,7 @@ class RecordRoutes(RenderHost):
     def _write_guard(self, verb: str) -> checkforms.Guard | None:
         """The write check as a module-level predicate or raiser, when the family's apps draw
         its form and this one drew one (``None``: the check stays inline in the handler)."""
-        forms = self.family.check_forms.get("record.write")
-        if forms is None:
-            return None
+        forms = self.family.check_forms.get("record.write", ("inline",))
         form = checkforms.draw(self.spec, "record.write", forms)
         if form == "inline":
             return None

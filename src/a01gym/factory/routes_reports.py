@@ -1,7 +1,8 @@
-"""Router modules of a generated app, part 2: ``reports``, ``users`` and ``files``.
+# ruff: noqa: E501  (templates of generated code keep the generated line lengths)
+"""Router modules of a generated app, part 2: ``public``, ``reports``, ``users`` and ``files``.
 
-A mixin of :class:`a01gym.factory.appgen._Renderer`: the print and export sites, the profile
-sites and the file download.
+A mixin of :class:`a01gym.factory.appgen._Renderer`: the public pages, the print and export
+sites, the profile sites and the file download.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ __all__ = ["ReportRoutes"]
 
 
 class ReportRoutes(RenderHost):
-    """Renders ``app/routers/reports.py``, ``users.py`` and ``files.py``."""
+    """Renders ``app/routers/public.py``, ``reports.py``, ``users.py`` and ``files.py``."""
 
     if TYPE_CHECKING:  # from the other mixins
 
@@ -30,6 +31,53 @@ class ReportRoutes(RenderHost):
         def _needs_request(self, *sites: str) -> bool: ...
 
         def _record_imports(self, body: str) -> str: ...
+
+    def public_router(self) -> str:
+        self.route("GET", "/health")
+        self.route("GET", "/admin-guide")
+        stats = ""
+        if "public_stats" in self.spec.decoys:
+            self.route("GET", "/public/stats")
+            stats = "\n\n\n" + self.t(
+                '''
+
+
+                @router.get("/public/stats")
+                def public_stats(connection: sqlite3.Connection = Depends(db.get_db)) -> dict[str, int]:
+                    """Aggregate counts are public by policy; no record content leaves here."""
+                    return {"$ents": repository.${Ent}Repository(connection).count()}
+                '''
+            )
+        return (
+            self.t(
+                '''
+                """Public endpoints: health and the administrator guide."""
+
+                import sqlite3
+
+                from fastapi import APIRouter, Depends
+                from fastapi.responses import PlainTextResponse
+
+                from app import config, db, repository
+
+                router = APIRouter(tags=["public"])
+
+
+                @router.get("/health")
+                def health() -> dict[str, str]:
+                    return {"status": "ok", "app": config.APP_NAME}
+
+
+                @router.get("/admin-guide", response_class=PlainTextResponse)
+                def admin_guide() -> str:
+                    return (
+                        f"{config.APP_NAME} administrator guide\\n"
+                        "Administrators manage accounts under /admin. Ask your administrator for access.\\n"
+                    )
+                '''
+            )
+            + stats
+        )
 
     def _anonymous(self, site: str) -> bool:
         """Whether the bug at ``site`` leaves out the authentication dependency too."""

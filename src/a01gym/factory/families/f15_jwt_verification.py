@@ -289,49 +289,23 @@ def _exploits(
 ) -> list[HttpTest]:
     e = TestKind.EXPLOIT
     record = f"/api/v2{cast.url}/{testkit.id_of(victim + '_private')}"
+    me, key, row = "/api/v2/me", f"{victim}_key", f"{victim}_private"
     if site == "jwt.expiry":
-        return [
-            _token_read(
-                f"{tag}.{site}",
-                e,
-                "{{jwt:" + victim + ".expired}}",
-                "/api/v2/me",
-                f"{victim}_key",
-                f"an expired token of {victim}'s still opens their account",
-            ),
-        ]
+        why = f"an expired token of {victim}'s still opens their account"
+        return [_token_read(f"{tag}.{site}", e, f"{{{{jwt:{victim}.expired}}}}", me, key, why)]
+    whose, other = f"a token for {victim}", "signed with another key"
+    attacks = (
+        ("forged", me, key, f"{whose} {other} opens their account"),
+        ("none", record, row, f"an unsigned (alg none) token for {victim} reads their record"),
+        ("hs512", me, key, f"{whose} claiming HS512, {other} opens their account"),
+        ("rs256", record, row, f"{whose} claiming RS256, {other} opens their account"),
+        ("noalg", me, key, f"{whose} naming no algorithm opens their account"),
+    )
     return [
         _token_read(
-            f"{tag}.{site}.forged",
-            e,
-            "{{jwt:" + victim + ".forged}}",
-            "/api/v2/me",
-            f"{victim}_key",
-            f"a token for {victim} signed with another key opens their account",
-        ),
-        _token_read(
-            f"{tag}.{site}.none",
-            e,
-            "{{jwt:" + victim + ".none}}",
-            record,
-            f"{victim}_private",
-            f"an unsigned (alg none) token for {victim} reads their record",
-        ),
-        *(
-            _token_read(
-                f"{tag}.{site}.{variant}",
-                e,
-                "{{jwt:" + victim + f".{variant}}}}}",
-                path,
-                secret,
-                f"a token for {victim} {how} opens their account",
-            )
-            for variant, path, secret, how in (
-                ("hs512", "/api/v2/me", f"{victim}_key", "claiming HS512, signed with another key"),
-                ("rs256", record, f"{victim}_private", "claiming RS256, signed with another key"),
-                ("noalg", "/api/v2/me", f"{victim}_key", "naming no algorithm"),
-            )
-        ),
+            f"{tag}.{site}.{variant}", e, f"{{{{jwt:{victim}.{variant}}}}}", path, secret, why
+        )
+        for variant, path, secret, why in attacks
     ]
 
 
@@ -401,13 +375,9 @@ def _policy(spec: Any) -> list[str]:
 
 
 _ALG_FROM_HEADER = vocabulary.Trap(
-    name="alg_from_header",
-    doc="the signature checked only when the token says it is HS256",
+    name="alg_from_header", doc="the signature checked for HS256 tokens only"
 )
-_NONE_REJECTED = vocabulary.Trap(
-    name="none_rejected",
-    doc="tokens with alg none refused, other algorithms still unchecked",
-)
+_NONE_REJECTED = vocabulary.Trap(name="none_rejected", doc="alg none refused, the rest unchecked")
 
 FAMILY = Family(
     id="F15",
