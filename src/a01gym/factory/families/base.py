@@ -123,6 +123,9 @@ class Family:
     )
     """``(trap, sites, features)`` -> whether the hidden suite tells the trap from a fix in
     such a spec (beyond ``trap_sites``)."""
+    hint_areas: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)
+    """Site prefix -> the area of the app a level-3 hint names, for sites only this family's
+    app has (``{label}`` and ``{tenant}`` name the entity and the tenant)."""
     trap_modes: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict, compare=False)
     """trap -> the site modes it renders, where it breaks other sites than the family's own
     (otherwise a trap renders the spec's sites in the mode named after it)."""

@@ -320,4 +320,5 @@ FAMILY = Family(
     exploits=_exploits,
     app=_app,
     policy=_policy,
+    hint_areas={"redirect": "signing in and out"},
 )

@@ -189,4 +189,5 @@ FAMILY = Family(
     app=_app,
     regressions=_regressions,
     policy=_policy,
+    hint_areas={"cors": "calls from browsers"},
 )

@@ -126,6 +126,7 @@ FAMILY = Family(
     regressions=_regressions,
     exploits=_exploits,
     app=_app,
+    hint_areas={"guard": "the administration pages"},
 )
 
 

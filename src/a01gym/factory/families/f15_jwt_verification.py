@@ -395,4 +395,5 @@ FAMILY = Family(
     regressions=_regressions,
     fixture=_fixture,
     policy=_policy,
+    hint_areas={"jwt": "API tokens"},
 )

@@ -334,4 +334,5 @@ FAMILY = Family(
     regressions=_regressions,
     fixture=_fixture,
     policy=_policy,
+    hint_areas={"share": "share links"},
 )

@@ -365,4 +365,5 @@ FAMILY = Family(
     app=_app,
     regressions=_regressions,
     policy=_policy,
+    hint_areas={"csrf": "the browser UI's forms"},
 )

@@ -295,4 +295,5 @@ FAMILY = Family(
     app=_app,
     regressions=_regressions,
     policy=_policy,
+    hint_areas={"optional": "the public pages"},
 )

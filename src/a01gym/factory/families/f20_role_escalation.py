@@ -291,4 +291,5 @@ FAMILY = Family(
     app=_app,
     regressions=_regressions,
     policy=_policy,
+    hint_areas={"roles": "team roles"},
 )
