@@ -39,6 +39,7 @@ from a01gym.factory.families import (  # noqa: F401
     f18_csrf,
     f19_optional_auth,
     f20_role_escalation,
+    f21_forwarded_trust,
 )
 from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
 from a01gym.factory.families.vocabulary import Mode, Trap
