@@ -2,16 +2,15 @@
 """Foundation modules of a generated app: ``config``, ``db`` and ``security``.
 
 A mixin of :class:`a01gym.factory.appgen._Renderer`. The impersonation site (``auth.impersonate``)
-lives in ``security``; F14 apps also get the admin path guard's prefix list there. Families
-with their own tables and settings add them through their ``app`` hook (``extra_schema`` and
-``extra_config``), so the text of every other app stays as it was.
+lives in ``security``. Families with their own tables, settings and security helpers add
+them through their ``app`` hook (``schema``, ``config`` and ``security`` of
+:class:`~a01gym.factory.families.FamilyApp`), so the text of every other app stays as it was.
 """
 
 from __future__ import annotations
 
 from a01gym.factory.codetext import indent as _indent
 from a01gym.factory.families.f05_client_input import ActingCheck, acting_check
-from a01gym.factory.families.f14_path_mismatch import LEGACY_PREFIXES, PathGuard, path_guard
 from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["CoreModules"]
@@ -39,24 +38,8 @@ class CoreModules(RenderHost):
             '''
         ) + (
             ("\n" + self._acting_check().config if self._acting_check().config else "")
-            + (
-                "\n" + self._path_guard().config
-                if self.fam == "F14" and self._path_guard().config
-                else ""
-            )
             + ("\n" + self.extra.config if self.extra.config else "")
         )
-
-    def _path_guard(self) -> PathGuard:
-        """F14's admin-path matcher: ``/admin`` and every alias prefix not left unguarded."""
-        prefixes = ["/admin"] + [
-            prefix
-            for site, prefix in LEGACY_PREFIXES.items()
-            if self.v.mode(site) not in ("vuln",)
-            and not (self.v.mode(site) == "secure" and site in self.v.removed)
-        ]
-        over_block = any(self.v.mode(s) == "over_block" for s in LEGACY_PREFIXES)
-        return path_guard(self.spec, prefixes, over_block)
 
     def _acting_check(self) -> ActingCheck:
         victim = self.v.hardcode.get("victim_id", "0")
@@ -275,6 +258,6 @@ class CoreModules(RenderHost):
             property=_indent("\n" + check.property, 4) if check.property else "",
             helper=f"\n\n{check.helper}\n" if check.helper else "",
         )
-        if self.fam == "F14":
-            text += "\n\n" + self._path_guard().security
+        if self.extra.security:
+            text += "\n\n" + self.extra.security
         return text

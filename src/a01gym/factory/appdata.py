@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (templates of generated code keep the generated line lengths)
-"""Data-layer modules of a generated app: repository (plain SQL), service layer, file storage.
+"""Data-layer modules of a generated app: repository (plain SQL) and service layer.
 
 A mixin of :class:`a01gym.factory.appgen._Renderer`; list, search and export sites, the
 create-merge site and the repository-distance record loaders live here.
@@ -8,37 +8,28 @@ create-merge site and the repository-distance record loaders live here.
 from __future__ import annotations
 
 import textwrap
-from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms
 from a01gym.factory.codetext import indent as _indent
 from a01gym.factory.families import f06_mass_assignment
 from a01gym.factory.families.f07_tenant_lists import UNSCOPED_LIST, list_bug
 from a01gym.factory.families.f08_export_filter import repository_body
-from a01gym.factory.families.f10_path_traversal import download_check
+from a01gym.factory.families.vocabulary import Mode
+from a01gym.factory.renderhost import RenderHost
 from a01gym.factory.routes_records import LOADS
 
 __all__ = ["DataMixin"]
 
 
-class DataMixin:
-    """Renders ``app/repository.py``, ``app/services.py`` and ``app/storage.py``."""
-
-    if TYPE_CHECKING:
-        spec: Any
-        v: Any
-        f: Any
-        names: dict[str, object]
-        distance: str
-
-        def t(self, template: str, **extra: object) -> str: ...
+class DataMixin(RenderHost):
+    """Renders ``app/repository.py`` and ``app/services.py``."""
 
     # -- data access -------------------------------------------------------------------------
     def repository(self) -> str:
         list_mode, search_mode = self.v.mode("record.list"), self.v.mode("record.search")
-        if list_mode == "vuln" and list_bug(self.spec) == "unscoped":
+        if list_mode == Mode.VULN and list_bug(self.spec) == "unscoped":
             list_body = UNSCOPED_LIST["sqlite3"]
-        elif list_mode == "vuln":
+        elif list_mode == Mode.VULN:
             list_body = """
                 if owner_id is not None:
                     sql, params = "SELECT * FROM $ents WHERE owner_id = ?", [owner_id]
@@ -60,7 +51,7 @@ class DataMixin:
                     sql += " AND owner_id = ?"
                     params.append(owner_id)
             """
-        elif list_mode == "deny":
+        elif list_mode == Mode.DENY:
             list_body = """
                 sql, params = "SELECT * FROM $ents WHERE 0 = 1", []
             """
@@ -72,7 +63,7 @@ class DataMixin:
                     sql += " AND owner_id = ?"
                     params.append(owner_id)
             """
-        if search_mode == "vuln":
+        if search_mode == Mode.VULN:
             search_body = """
                 sql, params = "SELECT * FROM $ents WHERE $title LIKE ?", [pattern]
             """
@@ -85,7 +76,7 @@ class DataMixin:
                 sql = "SELECT * FROM $ents WHERE tenant_id = ? AND $title LIKE ?"
                 params = [tenant_id or user.tenant_id, pattern]
             """
-        elif search_mode == "deny":
+        elif search_mode == Mode.DENY:
             search_body = """
                 sql, params = "SELECT * FROM $ents WHERE 0 = 1", []
             """
@@ -131,7 +122,7 @@ class DataMixin:
         if self.distance == "repository":
             for site, verb, scope_fn in self._record_sites():
                 mode = self.v.mode(site)
-                if mode == "vuln":
+                if mode == Mode.VULN:
                     body = 'return self._one("SELECT * FROM $ents WHERE id = ?", [${ent}_id])'
                 else:
                     body = (
@@ -330,7 +321,7 @@ class DataMixin:
         for site, verb, _ in self._record_sites():
             condition = (
                 "${ent} is None"
-                if self.v.mode(site) == "vuln"
+                if self.v.mode(site) == Mode.VULN
                 else f"${{ent}} is None or not policy.{checks[verb]}(user, ${{ent}})"
             )
             refuse = (
@@ -374,55 +365,3 @@ class DataMixin:
             + "\n\n\n"
             + "\n\n\n".join(functions)
         )
-
-    def storage(self) -> str:
-        return (
-            self.t(
-                '''
-            """File storage: uploads live in the database and are mirrored to disk on access.
-
-            The on-disk mirror also carries ``config/service.env`` for the background worker.
-            """
-
-            import sqlite3
-            from pathlib import Path
-
-            from app import config
-
-
-            def user_dir(user_id: int) -> Path:
-                return config.UPLOAD_DIR / str(user_id)
-
-
-            def _write(path: Path, content: str) -> None:
-                if path.is_file() and path.read_text() == content:
-                    return
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(content)
-
-
-            def sync(connection: sqlite3.Connection) -> None:
-                """Mirror every stored file (and the worker settings) to the data directory."""
-                for row in connection.execute("SELECT owner_id, filename, content FROM attachments"):
-                    _write(user_dir(row["owner_id"]) / row["filename"], row["content"])
-                settings = connection.execute("SELECT key, value FROM settings ORDER BY key").fetchall()
-                lines = [f"{row['key'].upper()}={row['value']}" for row in settings]
-                _write(config.CONFIG_DIR / "service.env", "\\n".join(lines) + "\\n")
-
-
-            def files_of(connection: sqlite3.Connection, user_id: int) -> list[str]:
-                rows = connection.execute(
-                    "SELECT filename FROM attachments WHERE owner_id = ? ORDER BY filename", [user_id]
-                )
-                return [row["filename"] for row in rows.fetchall()]
-            '''
-            )
-            + self._download_helper()
-        )
-
-    def _download_helper(self) -> str:
-        """The storage module's part of the download check, when the app puts it there."""
-        if "files.download" in self.v.removed:
-            return ""
-        helper = download_check(self.spec, self.v.mode("files.download")).storage
-        return f"\n\n\n{helper}" if helper else ""

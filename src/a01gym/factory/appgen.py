@@ -24,22 +24,22 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from a01gym.factory import appcore, appdata, apppolicy, approutes, families, styles
+from a01gym.factory import appcore, appdata, apppolicy, approutes, appstorage, families, styles
 from a01gym.factory.codetext import block as _block
-from a01gym.factory.families import FamilyApp
+from a01gym.factory.families import FamilyApp, Mode
 from a01gym.factory.families.f17_forced_browsing import guard as debug_guard
 from a01gym.factory.spec import ScenarioSpec
 
-__all__ = ["ENTRYPOINT", "LEGACY_PREFIXES", "RenderedApp", "Variant", "render_app"]
+__all__ = ["ENTRYPOINT", "RenderedApp", "Variant", "render_app"]
 
 ENTRYPOINT = "app.main:app"
-LEGACY_PREFIXES = approutes.LEGACY_PREFIXES
 _ROUTERS = ("admin", "files", "internal", "public", "records", "reports", "tenant", "users")
 
 
 @dataclasses.dataclass(frozen=True)
 class Variant:
-    """How to render each site. Sites not listed are ``secure``."""
+    """How to render each site: its mode (a :class:`~a01gym.factory.families.Mode`, or the
+    name of the trap it renders). Sites not listed are ``secure``."""
 
     modes: Mapping[str, str] = dataclasses.field(default_factory=dict)
     removed: frozenset[str] = frozenset()
@@ -48,7 +48,7 @@ class Variant:
 
     def mode(self, site: str) -> str:
         """The mode of ``site``."""
-        return self.modes.get(site, "secure")
+        return self.modes.get(site, Mode.SECURE)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,7 +69,11 @@ def render_app(spec: ScenarioSpec, variant: Variant) -> RenderedApp:
 
 
 class _Renderer(
-    appcore.CoreModules, apppolicy.PolicyModules, appdata.DataMixin, approutes.RoutesMixin
+    appcore.CoreModules,
+    apppolicy.PolicyModules,
+    appdata.DataMixin,
+    appstorage.StorageModule,
+    approutes.RoutesMixin,
 ):
     def __init__(self, spec: ScenarioSpec, variant: Variant) -> None:
         self.spec = spec
@@ -91,10 +95,10 @@ class _Renderer(
             "tenant_noun": spec.domain.tenant_noun,
         }
         self.routes: list[str] = []
-        self.fam = spec.bug.family
+        self.family = families.family(spec.bug.family)
         self.indirection = spec.knobs.indirection
         self.distance = spec.knobs.distance
-        hook = families.family(self.fam).app
+        hook = self.family.app
         self.extra = hook(self) if hook is not None else FamilyApp()
         self.style = styles.style(spec.knobs.data_access)
 
@@ -136,31 +140,7 @@ class _Renderer(
         return RenderedApp(files=files, routes=sorted(set(self.routes)))
 
     def main(self) -> str:
-        middleware: list[str] = []
-        if self.fam == "F14":
-            deny = any(self.v.mode(s) == "deny" for s in LEGACY_PREFIXES)
-            check = (
-                '        return JSONResponse({"detail": "administration is disabled"}, status_code=403)\n'
-                if deny
-                else ""
-            )
-            middleware.append(
-                self.t(
-                    '''
-                    @app.middleware("http")
-                    async def admin_guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-                        """Only administrators reach administration paths."""
-                        if security.is_admin_path(request.url.path):
-                    $check        user = security.user_from_request(request)
-                            if user is None:
-                                return JSONResponse({"detail": "authentication required"}, status_code=401)
-                            if not user.is_admin:
-                                return JSONResponse({"detail": "administrator role required"}, status_code=403)
-                        return await call_next(request)
-                    ''',
-                    check=check,
-                )
-            )
+        middleware: list[str] = list(self.extra.middleware)
         if "request_id" in self.spec.decoys:
             middleware.append(
                 self.t(
@@ -198,14 +178,14 @@ class _Renderer(
         ]
         if getattr(self, "_uses_ops", False):
             includes.append('app.include_router(admin.ops_router, prefix="/admin")')
-        if self.fam == "F14":
-            for site, prefix in LEGACY_PREFIXES.items():
-                if site not in self.v.removed:
-                    includes.append(f'app.include_router(admin.router, prefix="{prefix}")')
+        includes += [
+            f'app.include_router(admin.router, prefix="{prefix}")'
+            for prefix in self.extra.admin_mounts
+        ]
         includes.append("app.include_router(tenant.router)")
         mounted = (
             debug_guard(self.spec) == "mount"
-            and self.v.mode("debug.config") == "secure"
+            and self.v.mode("debug.config") == Mode.SECURE
             and "debug.config" not in self.v.removed
         )
         includes.append(

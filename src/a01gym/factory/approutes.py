@@ -8,9 +8,8 @@ inherits one name for every ``app/routers/*.py`` module of the shared skeleton.
 from __future__ import annotations
 
 from a01gym.factory import routes_admin, routes_records, routes_reports
-from a01gym.factory.families.f14_path_mismatch import LEGACY_PREFIXES
 
-__all__ = ["LEGACY_PREFIXES", "RoutesMixin"]
+__all__ = ["RoutesMixin"]
 
 
 class RoutesMixin(

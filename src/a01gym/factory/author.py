@@ -119,15 +119,10 @@ _NAMES = {
 def applicable_traps(family_id: str, sites: list[str], features: PolicyFeatures) -> list[str]:
     """The family's traps that the hidden suite can tell apart from a fix for this spec."""
     fam = families.family(family_id)
-    traps = [t for t in fam.traps if fam.trap_sites.get(t, sites[0]) in sites]
+    traps = [t for t in fam.trap_names if fam.trap_sites.get(t, sites[0]) in sites]
     if len(sites) > 1:
-        traps += list(fam.multi_site_traps)
-    admin_can_act = "record.delete" in sites or features.admin_edits
-    if family_id == "F02" and "admin_break" in traps and not admin_can_act:
-        traps.remove("admin_break")
-    if family_id == "F06" and "profile.update" not in sites and "response_only" in traps:
-        traps.remove("response_only")
-    return traps
+        traps += [t.name for t in fam.multi_site_traps]
+    return [t for t in traps if fam.trap_applies(t, sites, features)]
 
 
 MAX_TRAPS = 4

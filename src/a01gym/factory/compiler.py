@@ -47,16 +47,10 @@ _AREAS = {
     "files": "file downloads",
     "settings": "the {tenant} settings",
     "debug": "the diagnostics page",
-    "guard": "the administration pages",
-    "redirect": "signing in and out",
-    "cors": "calls from browsers",
-    "jwt": "API tokens",
-    "share": "share links",
-    "csrf": "the browser UI's forms",
-    "optional": "the public pages",
-    "roles": "team roles",
 }
-"""Where hint level 3 tells the agent to start: an area of the app, never a route or a CWE."""
+"""Where hint level 3 tells the agent to start: an area of the app, never a route or a CWE
+(by the prefix of the shared skeleton's sites; a family names the areas of sites only its
+app has in ``Family.hint_areas``)."""
 
 
 def spec_digest(spec: ScenarioSpec) -> str:
@@ -70,7 +64,8 @@ def task_text(spec: ScenarioSpec, policy_lines: list[str]) -> str:
     level = spec.knobs.hint_level
     hint = _TASK
     if level >= 3:
-        area = _AREAS[spec.bug.sites[0].split(".")[0]]
+        prefix = spec.bug.sites[0].split(".")[0]
+        area = _AREAS.get(prefix) or families.family(spec.bug.family).hint_areas[prefix]
         hint += (
             " Start with "
             + area.format(label=spec.domain.entity.label, tenant=spec.domain.tenant_noun)

@@ -47,7 +47,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from pydantic import BaseModel, Field
 
 from a01gym.errors import A01GymError
-from a01gym.factory import determinism, mutator, probe
+from a01gym.factory import determinism, families, mutator, probe
 from a01gym.factory.lease import SandboxLease
 from a01gym.sandbox.backend import SandboxBackend
 from a01gym.sandbox.client import ControlError
@@ -60,7 +60,7 @@ __all__ = ["GateReport", "Gatekeeper", "RunSummary", "gate_bundle", "gate_many",
 logger = logging.getLogger(__name__)
 
 _BREAKS_LEGITIMATE_USE = frozenset(
-    {"deny_all", "delete_route", "over_filter", "admin_break", "no_credentials", "require_login"}
+    name for name, trap in families.TRAPS.items() if trap.breaks_legitimate_use
 )
 """Traps that work by refusing legitimate use; some regression test must catch each one."""
 

@@ -20,34 +20,13 @@ own a private record act on it, nor reach an administrator's routes.
 
 from __future__ import annotations
 
-from a01gym.factory import exploits, testkit
+from a01gym.factory import exploits, sites, testkit
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.httptest import HttpTest, Step, TestKind
 
 __all__ = ["GUARDED_SITES", "guard_tests", "guarded_sites"]
 
-GUARDED_SITES = (
-    "record.read",
-    "record.update",
-    "record.delete",
-    "record.archive",
-    "record.list",
-    "record.search",
-    "record.export",
-    "record.digest",
-    "record.print",
-    "record.create",
-    "admin.users",
-    "admin.audit",
-    "admin.disable",
-    "profile.update",
-    "profile.view",
-    "team.list",
-    "files.download",
-    "settings.update",
-    "debug.config",
-    "auth.impersonate",
-)
+GUARDED_SITES = tuple(sites.SITES)
 """Skeleton sites every generated app serves, each with an attack the policy forbids."""
 
 
@@ -78,7 +57,7 @@ def _site_guards(spec: ScenarioSpec) -> dict[str, HttpTest]:
         usable = [
             test
             for test in exploits.site_exploits(
-                cast, site, cast.peer, cast.victim, "guard", kind=TestKind.GUARD, family=""
+                cast, site, cast.peer, cast.victim, "guard", kind=TestKind.GUARD
             )
             if not attacked & {_request(step) for step in test.steps}
         ]

@@ -95,7 +95,7 @@ class LLMAuthor:
             "object that validates against the JSON schema below, and nothing else.\n"
             f"Requirements: seed={request.seed}; bug.family={fam.id!r}; bug.cwe one of "
             f"{list(fam.cwes)}; bug.owasp='A01:2021'; bug.sites a non-empty subset of "
-            f"{list(fam.sites)}; traps a non-empty subset of {list(fam.traps)} (plus "
+            f"{list(fam.sites)}; traps a non-empty subset of {list(fam.trap_names)} (plus "
             f"'fix_one_sibling' only with 2+ sites); decoys a subset of {list(DECOY_KINDS)}; "
             f"knobs.indirection one of {list(fam.indirections)}; difficulty band "
             f"{request.band!r} (easy: 1 site, route distance, hint 2-4; hard: several sites, "

@@ -16,6 +16,9 @@ from __future__ import annotations
 import dataclasses
 
 from a01gym.factory import appgen, families, guards
+from a01gym.factory import sites as site_registry
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.vocabulary import Mode
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.fixtures import FixtureValues
 
@@ -45,8 +48,8 @@ def trap_variant(spec: ScenarioSpec, trap: str) -> appgen.Variant:
         ValueError: for a trap the family does not support.
     """
     sites = list(spec.bug.sites)
-    fam = spec.bug.family
-    vuln = dict.fromkeys(sites, "vuln")
+    family = families.family(spec.bug.family)
+    vuln = dict.fromkeys(sites, Mode.VULN)
     world = FixtureValues(visible_seed(spec))
     victim = spec.actor("user", "a", 0).name
     hardcode = {
@@ -55,35 +58,25 @@ def trap_variant(spec: ScenarioSpec, trap: str) -> appgen.Variant:
         "victim_id": str(world.value("id", victim)),
         "admin_username": str(world.value("user", spec.actor("admin").name)),
     }
-    if trap == "fix_one_sibling":
+    if trap == vocabulary.FIX_ONE_SIBLING.name:
         if len(sites) < 2:
             raise ValueError("fix_one_sibling needs at least two sites")
-        return appgen.Variant(modes={**vuln, sites[0]: "secure"})
-    if trap == "deny_all":
-        return appgen.Variant(modes=dict.fromkeys(sites, "deny"))
-    if trap == "delete_route":
-        removed = set(sites)
-        if fam == "F05":
-            raise ValueError("F05 has no route to delete")
-        return appgen.Variant(modes={}, removed=frozenset(removed))
-    if trap == "global_auth":
+        return appgen.Variant(modes={**vuln, sites[0]: Mode.SECURE})
+    if trap == vocabulary.DENY_ALL.name:
+        return appgen.Variant(modes=dict.fromkeys(sites, Mode.DENY))
+    if trap == vocabulary.DELETE_ROUTE.name:
+        shared = [site_registry.SITES[s] for s in sites if s in site_registry.SITES]
+        routeless = [s.id for s in shared if not s.route]
+        if routeless:
+            raise ValueError(f"{', '.join(routeless)}: no route to delete")
+        return appgen.Variant(modes={}, removed=frozenset(sites))
+    if trap == vocabulary.GLOBAL_AUTH.name:
         return appgen.Variant(modes={}, global_auth=True)
-    if trap == "admin_break" and fam == "F06":
-        return appgen.Variant(modes={"admin.role": "deny"})
-    if trap == "hardcode":
-        return appgen.Variant(modes=dict.fromkeys(sites, "hardcode"), hardcode=hardcode)
-    simple = {
-        "status_only",
-        "client_trust",
-        "admin_break",
-        "over_filter",
-        "auth_only",
-        "no_slash",
-        "forbid_extra",
-        "response_only",
-        "over_block",
-    }
-    if trap in simple or trap in families.family(fam).traps:
+    if trap in family.trap_modes:
+        return appgen.Variant(modes=dict(family.trap_modes[trap]))
+    if trap == vocabulary.HARDCODE.name:
+        return appgen.Variant(modes=dict.fromkeys(sites, Mode.HARDCODE), hardcode=hardcode)
+    if trap in family.trap_names:  # rendered in the mode named after it
         return appgen.Variant(modes=dict.fromkeys(sites, trap))
     raise ValueError(f"unknown trap {trap!r}")
 
@@ -92,7 +85,7 @@ def mutate(spec: ScenarioSpec) -> Mutation:
     """Render the correct app, the vulnerable app and every trap of ``spec``."""
     fixed = appgen.render_app(spec, appgen.Variant())
     vulnerable = appgen.render_app(
-        spec, appgen.Variant(modes=dict.fromkeys(spec.bug.sites, "vuln"))
+        spec, appgen.Variant(modes=dict.fromkeys(spec.bug.sites, Mode.VULN))
     )
     traps = {trap: appgen.render_app(spec, trap_variant(spec, trap)) for trap in spec.traps}
     traps[FIX_PLUS_HOLE] = _fix_plus_hole(spec, fixed)
@@ -108,7 +101,7 @@ def _fix_plus_hole(spec: ScenarioSpec, fixed: appgen.RenderedApp) -> appgen.Rend
     others = guards.guarded_sites(spec)
     start = spec.seed % len(others)
     for site in others[start:] + others[:start]:
-        holed = appgen.render_app(spec, appgen.Variant(modes={site: "vuln"}))
+        holed = appgen.render_app(spec, appgen.Variant(modes={site: Mode.VULN}))
         if holed.files != fixed.files:
             return holed
     raise ValueError("no other site's check can be removed")

@@ -9,8 +9,8 @@ tenant settings route.
 from __future__ import annotations
 
 from a01gym.factory import checkforms
-from a01gym.factory.families.f14_path_mismatch import LEGACY_PREFIXES
 from a01gym.factory.families.f17_forced_browsing import guard as debug_guard
+from a01gym.factory.families.vocabulary import Mode
 from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["AdminRoutes"]
@@ -23,23 +23,23 @@ class AdminRoutes(RenderHost):
     def _admin_guard(self, site: str) -> tuple[str, str, str]:
         """(router variable, decorator line, user dependency) for an admin handler."""
         mode = self.v.mode(site)
-        inline = mode in ("hardcode", "client_trust", "status_only", "deny", "over_block")
+        inline = mode in (Mode.HARDCODE, "client_trust", "status_only", Mode.DENY, "over_block")
         if self.indirection == "middleware":
             return "router", "", "security.current_user"
         if self.indirection == "router":
-            guarded = mode == "secure"
+            guarded = mode == Mode.SECURE
             return ("router" if guarded else "ops_router"), "", "security.current_user"
         if self.indirection == "decorator":
-            decorator = "@security.admin_only\n" if mode == "secure" else ""
+            decorator = "@security.admin_only\n" if mode == Mode.SECURE else ""
             return "router", decorator, "security.current_user"
-        if mode == "secure":
+        if mode == Mode.SECURE:
             return "router", "", "security.require_admin"
         del inline
         return "router", "", "security.current_user"
 
     def _admin_inline(self, site: str) -> str:
         mode = self.v.mode(site)
-        if mode == "hardcode":
+        if mode == Mode.HARDCODE:
             admin = self.v.hardcode.get("admin_username", "admin")
             return (
                 f'    if user.username != "{admin}":\n'
@@ -50,7 +50,7 @@ class AdminRoutes(RenderHost):
                 '    if not user.is_admin and request.headers.get("X-Role", "").lower() != "admin":\n'
                 '        raise HTTPException(status.HTTP_403_FORBIDDEN, "administrator role required")\n'
             )
-        if mode == "deny":
+        if mode == Mode.DENY:
             return '    raise HTTPException(status.HTTP_403_FORBIDDEN, "administrator role required")\n'
         if mode == "self_exempt":  # F04's trap: the role check skipped for one's own account
             exempt = "user_id != user.id and " if site == "admin.disable" else ""
@@ -63,9 +63,7 @@ class AdminRoutes(RenderHost):
     def admin_router(self) -> str:
         out: list[str] = []
         uses_ops = False
-        prefixes = ["/admin"]
-        if self.fam == "F14":
-            prefixes += [p for s, p in LEGACY_PREFIXES.items() if s not in self.v.removed]
+        prefixes = ["/admin", *self.extra.admin_mounts]
         specs = [
             ("admin.users", "GET", "/users"),
             ("admin.audit", "GET", "/audit"),
@@ -147,7 +145,7 @@ class AdminRoutes(RenderHost):
                 body = (
                     (
                         '    raise HTTPException(status.HTTP_403_FORBIDDEN, "role changes are disabled")\n'
-                        if mode == "deny"
+                        if mode == Mode.DENY
                         else ""
                     )
                     + "    users = repository.UserRepository(connection)\n"
@@ -243,23 +241,23 @@ class AdminRoutes(RenderHost):
         user_param = "\n    user: CurrentUser = Depends(security.current_user),"
         inline = ""
         where = debug_guard(self.spec)
-        if mode == "secure" and where == "mount":
+        if mode == Mode.SECURE and where == "mount":
             user_param = ""  # main.py includes this router with the admin dependency
-        elif mode == "secure" and where == "inline":
+        elif mode == Mode.SECURE and where == "inline":
             inline = (
                 "    if not user.is_admin:\n"
                 '        raise HTTPException(status.HTTP_403_FORBIDDEN, "administrator role required")\n'
             )
-        elif mode == "secure":
+        elif mode == Mode.SECURE:
             if self.indirection == "router":
                 router_deps = ", dependencies=[Depends(security.require_admin)]"
             elif self.indirection == "decorator":
                 decorator = "@security.admin_only\n"
             else:
                 user_param = "\n    user: CurrentUser = Depends(security.require_admin),"
-        elif mode == "vuln":
+        elif mode == Mode.VULN:
             user_param = ""
-        elif mode == "deny":
+        elif mode == Mode.DENY:
             inline = (
                 '    raise HTTPException(status.HTTP_403_FORBIDDEN, "diagnostics are disabled")\n'
             )
@@ -308,17 +306,19 @@ class AdminRoutes(RenderHost):
         flat = form == "dependency" or (
             checkforms.draw(self.spec, "settings.update.layout", ("nested", "flat")) == "flat"
         )
-        if mode == "vuln":
+        if mode == Mode.VULN:
             refuse = 'request.method == "PUT" and not user.is_admin'
         elif mode == "client_trust":
             refuse = 'not user.is_admin and request.headers.get("X-Role", "").lower() != "admin"'
-        elif mode == "hardcode":
+        elif mode == Mode.HARDCODE:
             refuse = f'user.username != "{self.v.hardcode.get("admin_username", "admin")}"'
-        elif mode == "deny":
+        elif mode == Mode.DENY:
             refuse = "True"
         else:
             refuse = "not user.is_admin"
-        if flat and mode != "vuln":  # the check runs before the verb switch, so it names the verbs
+        if (
+            flat and mode != Mode.VULN
+        ):  # the check runs before the verb switch, so it names the verbs
             refuse = (
                 'request.method != "GET"'
                 if refuse == "True"

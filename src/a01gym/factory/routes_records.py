@@ -1,5 +1,5 @@
 # ruff: noqa: E501  (templates of generated code keep the generated line lengths)
-"""Router modules of a generated app, part 1: ``public`` and ``records``.
+"""Router modules of a generated app, part 1: ``records``.
 
 A mixin of :class:`a01gym.factory.appgen._Renderer`. The single-record sites (read, update,
 archive, delete) and the record loader every router shares (``_load``) are rendered here,
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from a01gym.factory import checkforms
 from a01gym.factory.codetext import indent as _indent
 from a01gym.factory.families.f06_mass_assignment import dump_call
+from a01gym.factory.families.vocabulary import Mode
 from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["LOADS", "RecordRoutes"]
@@ -24,66 +25,18 @@ forbidden (404), or a second ``if`` for forbidden (403)."""
 
 
 class RecordRoutes(RenderHost):
-    """Renders ``app/routers/public.py`` and ``app/routers/records.py``."""
+    """Renders ``app/routers/records.py``."""
 
     if TYPE_CHECKING:  # from the other mixins
 
         def _record_sites(self) -> list[tuple[str, str, str]]: ...
 
-    # -- routers -----------------------------------------------------------------------------
-    def public_router(self) -> str:
-        self.route("GET", "/health")
-        self.route("GET", "/admin-guide")
-        stats = ""
-        if "public_stats" in self.spec.decoys:
-            self.route("GET", "/public/stats")
-            stats = "\n\n\n" + self.t(
-                '''
-
-
-                @router.get("/public/stats")
-                def public_stats(connection: sqlite3.Connection = Depends(db.get_db)) -> dict[str, int]:
-                    """Aggregate counts are public by policy; no record content leaves here."""
-                    return {"$ents": repository.${Ent}Repository(connection).count()}
-                '''
-            )
-        return (
-            self.t(
-                '''
-                """Public endpoints: health and the administrator guide."""
-
-                import sqlite3
-
-                from fastapi import APIRouter, Depends
-                from fastapi.responses import PlainTextResponse
-
-                from app import config, db, repository
-
-                router = APIRouter(tags=["public"])
-
-
-                @router.get("/health")
-                def health() -> dict[str, str]:
-                    return {"status": "ok", "app": config.APP_NAME}
-
-
-                @router.get("/admin-guide", response_class=PlainTextResponse)
-                def admin_guide() -> str:
-                    return (
-                        f"{config.APP_NAME} administrator guide\\n"
-                        "Administrators manage accounts under /admin. Ask your administrator for access.\\n"
-                    )
-                '''
-            )
-            + stats
-        )
-
     def _load(self, site: str, verb: str, check: str, *, write: bool = False) -> str:
         """Handler lines that bind the record (or raise 404) for one site."""
         mode = self.v.mode(site)
-        if mode in ("secure", "vuln") and self.distance == "service":
+        if mode in (Mode.SECURE, Mode.VULN) and self.distance == "service":
             return self.t(f"$ent = services.${{ent}}_for_{verb}(connection, user, ${{ent}}_id)")
-        if mode in ("secure", "vuln") and self.distance == "repository":
+        if mode in (Mode.SECURE, Mode.VULN) and self.distance == "repository":
             return self.t(
                 f"""
                 $ent = repository.${{Ent}}Repository(connection).get_for_{verb}(user, ${{ent}}_id)
@@ -92,7 +45,7 @@ class RecordRoutes(RenderHost):
                 """
             )
         get = "$ent = repository.${Ent}Repository(connection).get(${ent}_id)"
-        if mode == "vuln" or (mode == "status_only" and write):
+        if mode == Mode.VULN or (mode == "status_only" and write):
             condition = "$ent is None"
         elif mode == "status_only":
             return self.t(
@@ -116,7 +69,7 @@ class RecordRoutes(RenderHost):
                     raise HTTPException(status.HTTP_404_NOT_FOUND, "$label not found")
                 """
             )
-        elif mode == "hardcode":
+        elif mode == Mode.HARDCODE:
             victim = self.v.hardcode.get("record_id", "0")
             owner = self.v.hardcode.get("owner_id", "0")
             return self.t(
@@ -128,7 +81,7 @@ class RecordRoutes(RenderHost):
             )
         elif mode == "admin_break":
             condition = '$ent is None or $ent["owner_id"] != user.id'
-        elif mode == "deny":
+        elif mode == Mode.DENY:
             return self.t(
                 """
                 raise HTTPException(status.HTTP_403_FORBIDDEN, "not allowed")
@@ -163,11 +116,10 @@ class RecordRoutes(RenderHost):
         )
 
     def _write_guard(self, verb: str) -> checkforms.Guard | None:
-        """F02's write check as a module-level predicate or raiser, when its app draws one
-        (``None``: the check stays inline in the handler)."""
-        if self.fam != "F02":
-            return None
-        form = checkforms.draw(self.spec, "record.write", checkforms.PLAIN_FORMS)
+        """The write check as a module-level predicate or raiser, when the family's apps draw
+        its form and this one drew one (``None``: the check stays inline in the handler)."""
+        forms = self.family.check_forms.get("record.write", ("inline",))
+        form = checkforms.draw(self.spec, "record.write", forms)
         if form == "inline":
             return None
         return checkforms.Guard(

@@ -1,7 +1,8 @@
-"""Router modules of a generated app, part 2: ``reports``, ``users`` and ``files``.
+# ruff: noqa: E501  (templates of generated code keep the generated line lengths)
+"""Router modules of a generated app, part 2: ``public``, ``reports``, ``users`` and ``files``.
 
-A mixin of :class:`a01gym.factory.appgen._Renderer`: the print and export sites, the profile
-sites and the file download.
+A mixin of :class:`a01gym.factory.appgen._Renderer`: the public pages, the print and export
+sites, the profile sites and the file download.
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from a01gym.factory.families.f06_mass_assignment import dump_call
 from a01gym.factory.families.f08_export_filter import handler_rows
 from a01gym.factory.families.f09_response_model import view
 from a01gym.factory.families.f10_path_traversal import download_check
+from a01gym.factory.families.vocabulary import Mode
 from a01gym.factory.renderhost import RenderHost
 
 __all__ = ["ReportRoutes"]
 
 
 class ReportRoutes(RenderHost):
-    """Renders ``app/routers/reports.py``, ``users.py`` and ``files.py``."""
+    """Renders ``app/routers/public.py``, ``reports.py``, ``users.py`` and ``files.py``."""
 
     if TYPE_CHECKING:  # from the other mixins
 
@@ -30,16 +32,66 @@ class ReportRoutes(RenderHost):
 
         def _record_imports(self, body: str) -> str: ...
 
+    def public_router(self) -> str:
+        self.route("GET", "/health")
+        self.route("GET", "/admin-guide")
+        stats = ""
+        if "public_stats" in self.spec.decoys:
+            self.route("GET", "/public/stats")
+            stats = "\n\n\n" + self.t(
+                '''
+
+
+                @router.get("/public/stats")
+                def public_stats(connection: sqlite3.Connection = Depends(db.get_db)) -> dict[str, int]:
+                    """Aggregate counts are public by policy; no record content leaves here."""
+                    return {"$ents": repository.${Ent}Repository(connection).count()}
+                '''
+            )
+        return (
+            self.t(
+                '''
+                """Public endpoints: health and the administrator guide."""
+
+                import sqlite3
+
+                from fastapi import APIRouter, Depends
+                from fastapi.responses import PlainTextResponse
+
+                from app import config, db, repository
+
+                router = APIRouter(tags=["public"])
+
+
+                @router.get("/health")
+                def health() -> dict[str, str]:
+                    return {"status": "ok", "app": config.APP_NAME}
+
+
+                @router.get("/admin-guide", response_class=PlainTextResponse)
+                def admin_guide() -> str:
+                    return (
+                        f"{config.APP_NAME} administrator guide\\n"
+                        "Administrators manage accounts under /admin. Ask your administrator for access.\\n"
+                    )
+                '''
+            )
+            + stats
+        )
+
+    def _anonymous(self, site: str) -> bool:
+        """Whether the bug at ``site`` leaves out the authentication dependency too."""
+        return self.v.mode(site) == Mode.VULN and site in self.family.unauthenticated
+
     def reports_router(self) -> str:
         url = str(self.names["url"])
         out: list[str] = []
         print_mode = self.v.mode("record.print")
         export_mode = self.v.mode("record.export")
         digest_mode = self.v.mode("record.digest")
-        no_auth = ("vuln",) if self.fam == "F03" else ()
         if "record.export" not in self.v.removed:
             self.route("GET", f"/reports{url}.csv")
-            if export_mode in no_auth:
+            if self._anonymous("record.export"):
                 signature, rows = "", "repository.${Ent}Repository(connection).all_rows()"
             elif export_mode == "auth_only":
                 signature = "\n    user: CurrentUser = Depends(security.current_user),"
@@ -85,7 +137,7 @@ class ReportRoutes(RenderHost):
         # the {id} route goes last so it never shadows /digest
         if "record.print" not in self.v.removed:
             self.route("GET", f"/reports{url}/{{{self.names['ent']}_id}}")
-            if print_mode in no_auth or print_mode == "auth_only":
+            if self._anonymous("record.print") or print_mode == "auth_only":
                 user_param = (
                     "\n    user: CurrentUser = Depends(security.current_user),"
                     if print_mode == "auth_only"
@@ -103,8 +155,6 @@ class ReportRoutes(RenderHost):
                 )
             else:
                 user_param = "\n    user: CurrentUser = Depends(security.current_user),"
-                if self.fam == "F03" and print_mode == "vuln":
-                    user_param = ""
                 load = _indent(self._load("record.print", "print", "can_read"), 4)
             request = "\n    request: Request," if self._needs_request("record.print") else ""
             out.append(

@@ -292,7 +292,8 @@ class ScenarioSpec(_Model):
         missing = [role for role in fam.needs_roles if role not in roles]
         if missing:
             raise ValueError(f"{fam.id} needs actors with the roles {missing}")
-        allowed = set(fam.traps) | (set(fam.multi_site_traps) if len(self.bug.sites) > 1 else set())
+        traps = fam.every_trap if len(self.bug.sites) > 1 else fam.traps
+        allowed = {t.name for t in traps}
         bad = [t for t in self.traps if t not in allowed]
         if bad or len(set(self.traps)) != len(self.traps):
             raise ValueError(

@@ -55,7 +55,7 @@ def test_route_decorators_are_attached_to_functions(family_id: str, spec_for: An
             assert ")@" not in text, path
         routers = [t for p, t in app.files.items() if p.startswith("app/routers/")]
         decorated = sum(_route_decorators(t) for t in routers)
-        aliases = tuple(appgen.LEGACY_PREFIXES.values())
+        aliases = tuple(f14_path_mismatch.LEGACY_PREFIXES.values())
         canonical = [r for r in app.routes if not r.split(" ", 1)[1].startswith(aliases)]
         assert decorated == len(canonical), path
 

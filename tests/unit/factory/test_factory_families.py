@@ -40,7 +40,7 @@ def test_every_trap_a_family_lists_renders_a_change(family_id: str, spec_for: An
         spec = spec_for(family_id, index)
         bundle = compiler.compile_bundle(spec)  # refuses a trap that changes nothing
         seen |= set(bundle.hidden.traps)
-    assert set(fam.traps) <= seen | set(fam.trap_sites)
+    assert set(fam.trap_names) <= seen | set(fam.trap_sites)
 
 
 def test_owasp_mapping_label_is_carried_exactly_when_the_fit_is_not_plain_a01(

@@ -1,11 +1,20 @@
-"""What one bug family is: its labels and sites, and the hooks a self-contained family fills.
+"""What one bug family is: its labels and sites, and the hooks through which it shapes an app.
 
-A family module (``f11_redirect.py``, ...) defines one :class:`Family`. The metadata (CWEs,
-sites, traps) is all the spec validator needs. The hooks carry the family's own code: hidden
-regression tests every family may add, and, for families whose routes are not part of the
-shared app skeleton, the app code (:class:`FamilyApp`), the exploits, the fixture rows and the
-policy words. The registry in ``families/__init__.py`` imports each module once, so adding a
-family is one new module and one registry line.
+A family module (``f11_open_redirect.py``, ...) defines one :class:`Family`. The metadata
+(CWEs, sites, traps) is all the spec validator needs. The hooks carry everything that is the
+family's own, so the shared skeleton never asks which family it renders:
+
+* on the skeleton's shared sites (:mod:`a01gym.factory.sites`): attacks of its own there
+  (``extra_exploits``), sites its bug leaves unauthenticated (``unauthenticated``), checks
+  whose form its apps draw (``check_forms``), traps that break other sites
+  (``trap_modes``) or apply only to some specs (``trap_sites``, ``trap_applies``);
+* for sites only its app has: the app code (:class:`FamilyApp`, which may also add to the
+  skeleton's ``config``, ``security`` and ``main`` modules), the exploits, the fixture rows
+  and the policy words;
+* for every family: hidden regression tests of its own.
+
+The registry in ``families/__init__.py`` imports each module once, so adding a family is one
+new module and one registry line.
 
 Nothing here imports the spec or the renderer at run time (the spec validates against this
 table); hooks receive them as arguments.
@@ -15,9 +24,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from a01gym.factory.families import vocabulary
 
 if TYPE_CHECKING:
+    from a01gym.factory.renderhost import Renderer
+    from a01gym.factory.sites import Attack
+    from a01gym.factory.spec import PolicyFeatures, ScenarioSpec
     from a01gym.factory.testkit import Cast
     from a01gym.scenario.httptest import HttpTest
 
@@ -32,8 +46,10 @@ class FamilyApp:
 
     ``files`` are whole modules (``app/routers/signin.py``), ``routers`` the router modules
     ``main.py`` imports and includes, ``schema`` extra ``CREATE TABLE`` statements,
-    ``config`` extra lines of ``app/config.py``, ``main_imports`` and ``main_setup`` lines of
-    ``main.py`` (before and after the app object exists).
+    ``config`` extra lines of ``app/config.py``, ``security`` extra code at the end of
+    ``app/security.py``, ``main_imports`` and ``main_setup`` lines of ``main.py`` (before and
+    after the app object exists), ``middleware`` HTTP middleware of ``main.py`` (before the
+    skeleton's own), ``admin_mounts`` further prefixes the admin router is mounted at.
     """
 
     files: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -42,25 +58,38 @@ class FamilyApp:
     config: str = ""
     main_imports: list[str] = dataclasses.field(default_factory=list)
     main_setup: list[str] = dataclasses.field(default_factory=list)
+    security: str = ""
+    middleware: list[str] = dataclasses.field(default_factory=list)
+    admin_mounts: list[str] = dataclasses.field(default_factory=list)
 
 
 def _no_tests(cast: Cast) -> list[HttpTest]:
     return []
 
 
-@dataclasses.dataclass(frozen=True)
+def _no_attacks(attack: Attack) -> list[HttpTest]:
+    return []
+
+
+def _every_trap(trap: str, sites: list[str], features: PolicyFeatures) -> bool:
+    return True
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
 class Family:
     """One bug family: labels, injectable sites, meaningful traps and the family's hooks."""
 
     id: str
     title: str
-    cwe: str
     cwes: tuple[str, ...]
-    owasp: str
+    """The CWEs the family covers; the first is the scenario's label (:attr:`cwe`)."""
     sites: tuple[str, ...]
-    traps: tuple[str, ...]
+    traps: tuple[vocabulary.Trap, ...]
+    """The wrong fixes that make sense for the family (a spec draws some of them)."""
+    owasp: str = OWASP_A01
     indirections: tuple[str, ...] = ("dependency", "router", "decorator")
-    multi_site_traps: tuple[str, ...] = ("fix_one_sibling",)
+    multi_site_traps: tuple[vocabulary.Trap, ...] = (vocabulary.FIX_ONE_SIBLING,)
+    """Traps that apply when a spec has more than one site."""
     mapping: str = dataclasses.field(default="", compare=False)
     """Where the A01 fit is loose: the OWASP 2021 categories the CWEs really map to."""
     needs_roles: tuple[str, ...] = ()
@@ -77,7 +106,30 @@ class Family:
         default=None, compare=False, repr=False
     )
     """``(cast, site, attacker, victim, tag)`` -> exploits of a site only this family has."""
-    app: Callable[[Any], FamilyApp] | None = dataclasses.field(
+    unauthenticated: tuple[str, ...] = ()
+    """Shared sites whose vulnerable rendering also drops the authentication dependency (not
+    only the check): anonymous callers reach them, and their exploits include one."""
+    extra_exploits: Callable[[Attack], list[HttpTest]] = dataclasses.field(
+        default=_no_attacks, compare=False, repr=False
+    )
+    """The family's own attacks on a shared site, after the site's (say, the attacker as
+    their own target): the shapes of a fix that closes the site's attacks but not the
+    family's weakness."""
+    check_forms: dict[str, tuple[str, ...]] = dataclasses.field(default_factory=dict, compare=False)
+    """Shared check -> the forms its apps draw (:mod:`a01gym.factory.checkforms`); in other
+    families' apps the check stays inline."""
+    trap_applies: Callable[[str, list[str], PolicyFeatures], bool] = dataclasses.field(
+        default=_every_trap, compare=False, repr=False
+    )
+    """``(trap, sites, features)`` -> whether the hidden suite tells the trap from a fix in
+    such a spec (beyond ``trap_sites``)."""
+    hint_areas: dict[str, str] = dataclasses.field(default_factory=dict, compare=False)
+    """Site prefix -> the area of the app a level-3 hint names, for sites only this family's
+    app has (``{label}`` and ``{tenant}`` name the entity and the tenant)."""
+    trap_modes: dict[str, dict[str, str]] = dataclasses.field(default_factory=dict, compare=False)
+    """trap -> the site modes it renders, where it breaks other sites than the family's own
+    (otherwise a trap renders the spec's sites in the mode named after it)."""
+    app: Callable[[Renderer], FamilyApp] | None = dataclasses.field(
         default=None, compare=False, repr=False
     )
     """Renders the family's own app code from the renderer (its modes and names)."""
@@ -85,7 +137,22 @@ class Family:
         default=None, compare=False, repr=False
     )
     """Extra fixture rows by table (new tables, or rows appended to existing ones)."""
-    policy: Callable[[Any], list[str]] | None = dataclasses.field(
+    policy: Callable[[ScenarioSpec], list[str]] | None = dataclasses.field(
         default=None, compare=False, repr=False
     )
     """Extra policy sentences (from the spec) for TASK.md and the manifest."""
+
+    @property
+    def cwe(self) -> str:
+        """The CWE a scenario of the family is labelled with."""
+        return self.cwes[0]
+
+    @property
+    def trap_names(self) -> tuple[str, ...]:
+        """The names of :attr:`traps` (what a spec lists)."""
+        return tuple(t.name for t in self.traps)
+
+    @property
+    def every_trap(self) -> tuple[vocabulary.Trap, ...]:
+        """Every trap a spec of the family may list: its own and the multi-site ones."""
+        return (*self.traps, *self.multi_site_traps)

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from a01gym.factory import testkit
-from a01gym.factory.families.base import OWASP_A01, Family
+from typing import TYPE_CHECKING
+
+from a01gym.factory import checkforms, testkit
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest
+
+if TYPE_CHECKING:
+    from a01gym.factory.spec import PolicyFeatures
 
 __all__ = ["FAMILY"]
 
@@ -105,13 +111,25 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
     return tests
 
 
+def _trap_applies(trap: str, sites: list[str], features: PolicyFeatures) -> bool:
+    """``admin_break`` is seen only where an administrator's write is a regression test."""
+    return trap != "admin_break" or "record.delete" in sites or features.admin_edits
+
+
 FAMILY = Family(
-    "F02",
-    "Ownership checked on read but not on write/delete siblings",
-    "CWE-639",
-    ("CWE-639", "CWE-862", "CWE-285"),
-    OWASP_A01,
-    ("record.update", "record.delete", "record.archive"),
-    ("deny_all", "delete_route", "status_only", "client_trust", "hardcode", "admin_break"),
+    id="F02",
+    title="Ownership checked on read but not on write/delete siblings",
+    cwes=("CWE-639", "CWE-862", "CWE-285"),
+    sites=("record.update", "record.delete", "record.archive"),
+    traps=(
+        vocabulary.DENY_ALL,
+        vocabulary.DELETE_ROUTE,
+        vocabulary.STATUS_ONLY,
+        vocabulary.CLIENT_TRUST,
+        vocabulary.HARDCODE,
+        vocabulary.ADMIN_BREAK,
+    ),
     regressions=_regressions,
+    check_forms={"record.write": checkforms.PLAIN_FORMS},
+    trap_applies=_trap_applies,
 )

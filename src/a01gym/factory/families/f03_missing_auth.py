@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
-from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import public_guide
 
 __all__ = ["FAMILY"]
 
 FAMILY = Family(
-    "F03",
-    "Missing authentication dependency on one route",
-    "CWE-862",
-    ("CWE-862", "CWE-306"),
-    OWASP_A01,
-    ("record.print", "record.export"),
-    ("deny_all", "delete_route", "auth_only", "global_auth"),
+    id="F03",
+    title="Missing authentication dependency on one route",
+    cwes=("CWE-862", "CWE-306"),
+    sites=("record.print", "record.export"),
+    traps=(
+        vocabulary.DENY_ALL,
+        vocabulary.DELETE_ROUTE,
+        vocabulary.AUTH_ONLY,
+        vocabulary.GLOBAL_AUTH,
+    ),
     regressions=public_guide,
+    unauthenticated=("record.print", "record.export"),
 )

@@ -6,10 +6,16 @@ Its exploits of ``admin.disable`` include a user disabling their own account, wh
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from a01gym.factory import testkit
-from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest
+
+if TYPE_CHECKING:
+    from a01gym.factory.sites import Attack
 
 __all__ = ["FAMILY"]
 
@@ -57,14 +63,45 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
     return tests
 
 
+def _extra_exploits(a: Attack) -> list[HttpTest]:
+    """The attacker disables their own account (what ``self_exempt`` lets through)."""
+    if a.site != "admin.disable":
+        return []
+    me = testkit.id_of(a.attacker)
+    return [
+        testkit.write_test(
+            f"{a.id}.self",
+            a.kind,
+            a.attacker,
+            "POST",
+            f"/admin/users/{me}/disable",
+            "SELECT is_active FROM users WHERE id = ?",
+            [me],
+            headers={},
+            description=f"{a.attacker} disables {a.attacker}'s account",
+        )
+    ]
+
+
+_SELF_EXEMPT = vocabulary.Trap(
+    name="self_exempt",
+    doc="the role check skipped when the target is the caller",
+)
+
 FAMILY = Family(
-    "F04",
-    "Function-level authorization missing (authenticated is not admin)",
-    "CWE-285",
-    ("CWE-285", "CWE-862", "CWE-863"),
-    OWASP_A01,
-    ("admin.users", "admin.audit", "admin.disable"),
-    ("deny_all", "delete_route", "status_only", "client_trust", "hardcode", "self_exempt"),
+    id="F04",
+    title="Function-level authorization missing (authenticated is not admin)",
+    cwes=("CWE-285", "CWE-862", "CWE-863"),
+    sites=("admin.users", "admin.audit", "admin.disable"),
+    traps=(
+        vocabulary.DENY_ALL,
+        vocabulary.DELETE_ROUTE,
+        vocabulary.STATUS_ONLY,
+        vocabulary.CLIENT_TRUST,
+        vocabulary.HARDCODE,
+        _SELF_EXEMPT,
+    ),
     trap_sites={"self_exempt": "admin.disable"},
     regressions=_regressions,
+    extra_exploits=_extra_exploits,
 )

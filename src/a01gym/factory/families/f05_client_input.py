@@ -7,7 +7,8 @@ import dataclasses
 from typing import Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R, own_account
 from a01gym.scenario.httptest import HttpTest
 
@@ -31,13 +32,11 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
 
 
 FAMILY = Family(
-    "F05",
-    "Authorization decision based on client-controlled input",
-    "CWE-807",
-    ("CWE-807", "CWE-639", "CWE-290"),
-    OWASP_A01,
-    ("auth.impersonate",),
-    ("client_trust", "hardcode", "admin_break"),
+    id="F05",
+    title="Authorization decision based on client-controlled input",
+    cwes=("CWE-807", "CWE-639", "CWE-290"),
+    sites=("auth.impersonate",),
+    traps=(vocabulary.CLIENT_TRUST, vocabulary.HARDCODE, vocabulary.ADMIN_BREAK),
     regressions=_regressions,
 )
 

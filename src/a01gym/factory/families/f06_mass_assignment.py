@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R, own_account
 from a01gym.scenario.httptest import HttpTest
+
+if TYPE_CHECKING:
+    from a01gym.factory.sites import Attack
 
 __all__ = ["FAMILY", "GUARDS", "create_merge", "dump_call", "guard", "model_config"]
 
@@ -68,16 +72,63 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
     return tests
 
 
+def _extra_exploits(a: Attack) -> list[HttpTest]:
+    """Each privileged field of a new record set alone: stripping one of them fixes nothing."""
+    if a.site != "record.create":
+        return []
+    c = a.cast
+    home = next(f"tenant_{actor.tenant}" for actor in c.spec.actors if actor.name == a.attacker)
+    away = "tenant_b" if home == "tenant_a" else "tenant_a"
+    count = f"SELECT COUNT(*) FROM {c.table} WHERE owner_id = ? AND tenant_id = ?"
+    tests = []
+    for field, owner, tenant in (("owner", a.victim, home), ("tenant", a.attacker, away)):
+        body = {c.title: "planted", c.secret: "planted"}
+        body[f"{field}_id"] = testkit.id_of(owner if field == "owner" else tenant)
+        tests.append(
+            testkit.write_test(
+                f"{a.id}.{field}",
+                a.kind,
+                a.attacker,
+                "POST",
+                c.url,
+                count,
+                [testkit.id_of(owner), testkit.id_of(tenant)],
+                body=body,
+                description=f"{a.attacker} sets the {field} of a new record",
+            )
+        )
+    return tests
+
+
+_FORBID_EXTRA = vocabulary.Trap(
+    name="forbid_extra",
+    doc="the input models refuse unknown fields, privileged ones included",
+)
+_RESPONSE_ONLY = vocabulary.Trap(
+    name="response_only",
+    doc="privileged fields hidden from the response, still accepted on input",
+)
+_STRIP_OWNER = vocabulary.Trap(
+    name="strip_owner",
+    doc="only the owner of a new record overwritten; its tenant and status still the caller's",
+)
+
 FAMILY = Family(
-    "F06",
-    "Mass assignment of privileged fields",
-    "CWE-915",
-    ("CWE-915", "CWE-639", "CWE-269"),
-    OWASP_A01,
-    ("profile.update", "record.create"),
-    ("forbid_extra", "response_only", "admin_break", "delete_route", "strip_owner"),
-    trap_sites={"strip_owner": "record.create"},
+    id="F06",
+    title="Mass assignment of privileged fields",
+    cwes=("CWE-915", "CWE-639", "CWE-269"),
+    sites=("profile.update", "record.create"),
+    traps=(
+        _FORBID_EXTRA,
+        _RESPONSE_ONLY,
+        vocabulary.ADMIN_BREAK,
+        vocabulary.DELETE_ROUTE,
+        _STRIP_OWNER,
+    ),
+    trap_sites={"strip_owner": "record.create", "response_only": "profile.update"},
     regressions=_regressions,
+    extra_exploits=_extra_exploits,
+    trap_modes={"admin_break": {"admin.role": "deny"}},
 )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest
 
@@ -108,13 +109,16 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
 
 
 FAMILY = Family(
-    "F07",
-    "Tenant-isolation leak in list/search queries",
-    "CWE-668",
-    ("CWE-668", "CWE-200", "CWE-566"),
-    OWASP_A01,
-    ("record.list", "record.search"),
-    ("deny_all", "over_filter", "client_trust", "delete_route"),
+    id="F07",
+    title="Tenant-isolation leak in list/search queries",
+    cwes=("CWE-668", "CWE-200", "CWE-566"),
+    sites=("record.list", "record.search"),
+    traps=(
+        vocabulary.DENY_ALL,
+        vocabulary.OVER_FILTER,
+        vocabulary.CLIENT_TRUST,
+        vocabulary.DELETE_ROUTE,
+    ),
     regressions=_regressions,
 )
 

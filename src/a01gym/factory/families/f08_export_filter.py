@@ -5,18 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from a01gym.factory import checkforms
-from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family
 
 __all__ = ["FAMILY", "STYLES", "handler_rows", "orm_repository_body", "repository_body", "style"]
 
 FAMILY = Family(
-    "F08",
-    "Missing owner filter on export/report endpoints",
-    "CWE-200",
-    ("CWE-200", "CWE-359", "CWE-862"),
-    OWASP_A01,
-    ("record.export", "record.digest"),
-    ("deny_all", "over_filter", "delete_route"),
+    id="F08",
+    title="Missing owner filter on export/report endpoints",
+    cwes=("CWE-200", "CWE-359", "CWE-862"),
+    sites=("record.export", "record.digest"),
+    traps=(vocabulary.DENY_ALL, vocabulary.OVER_FILTER, vocabulary.DELETE_ROUTE),
 )
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R, own_account
 from a01gym.scenario.httptest import BodyContains, HttpTest, JsonEquals, StatusIn, Step
 
@@ -47,13 +48,11 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
 
 
 FAMILY = Family(
-    "F09",
-    "Over-broad response model (excessive data exposure)",
-    "CWE-200",
-    ("CWE-200", "CWE-201", "CWE-359"),
-    OWASP_A01,
-    ("profile.view", "team.list"),
-    ("over_filter", "status_only", "delete_route"),
+    id="F09",
+    title="Over-broad response model (excessive data exposure)",
+    cwes=("CWE-200", "CWE-201", "CWE-359"),
+    sites=("profile.view", "team.list"),
+    traps=(vocabulary.OVER_FILTER, vocabulary.STATUS_ONLY, vocabulary.DELETE_ROUTE),
     regressions=_regressions,
 )
 

@@ -7,7 +7,8 @@ import textwrap
 from typing import Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest
 
@@ -38,14 +39,17 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
     ]
 
 
+_NO_SLASH = vocabulary.Trap(
+    name="no_slash",
+    doc="file names with a slash refused, other traversals let through",
+)
+
 FAMILY = Family(
-    "F10",
-    "Path traversal in file download",
-    "CWE-22",
-    ("CWE-22", "CWE-23", "CWE-552"),
-    OWASP_A01,
-    ("files.download",),
-    ("deny_all", "delete_route", "no_slash"),
+    id="F10",
+    title="Path traversal in file download",
+    cwes=("CWE-22", "CWE-23", "CWE-552"),
+    sites=("files.download",),
+    traps=(vocabulary.DENY_ALL, vocabulary.DELETE_ROUTE, _NO_SLASH),
     regressions=_regressions,
 )
 

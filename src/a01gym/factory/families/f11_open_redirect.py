@@ -12,12 +12,16 @@ caught by a look-alike host.
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
+
+if TYPE_CHECKING:
+    from a01gym.factory.renderhost import Renderer
 
 __all__ = ["FAMILY", "HELP_HOST"]
 
@@ -81,7 +85,7 @@ _TRUSTED = '''
     '''
 
 
-def _app(r: Any) -> FamilyApp:
+def _app(r: Renderer) -> FamilyApp:
     handlers = []
     helper_needed = False
     structure = checkforms.draw(r.spec, "redirect", STRUCTURES)
@@ -300,17 +304,21 @@ def _policy(spec: Any) -> list[str]:
     ]
 
 
+_PREFIX_ALLOW = vocabulary.Trap(
+    name="prefix_allow",
+    doc="redirect targets allowed by string prefix",
+)
+
 FAMILY = Family(
-    "F11",
-    "Open redirect after sign-in or sign-out",
-    "CWE-601",
-    ("CWE-601",),
-    OWASP_A01,
-    tuple(_SITES),
-    ("deny_all", "delete_route", "prefix_allow"),
+    id="F11",
+    title="Open redirect after sign-in or sign-out",
+    cwes=("CWE-601",),
+    sites=tuple(_SITES),
+    traps=(vocabulary.DENY_ALL, vocabulary.DELETE_ROUTE, _PREFIX_ALLOW),
     cross_tenant=False,
     regressions=_regressions,
     exploits=_exploits,
     app=_app,
     policy=_policy,
+    hint_areas={"redirect": "signing in and out"},
 )

@@ -9,12 +9,16 @@ preflight request from attacker origins; regressions keep the front end's creden
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R, frontend_origin
 from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
+
+if TYPE_CHECKING:
+    from a01gym.factory.renderhost import Renderer
 
 __all__ = ["FAMILY"]
 
@@ -45,7 +49,7 @@ def _origins(mode: str, seed: int, structure: str) -> str:
     return "allow_origins=list(config.FRONTEND_ORIGINS)"
 
 
-def _app(r: Any) -> FamilyApp:
+def _app(r: Renderer) -> FamilyApp:
     mode = r.v.mode("cors.policy")
     structure = checkforms.draw(r.spec, "cors.policy", STRUCTURES)
     setup = []
@@ -161,22 +165,29 @@ def _policy(spec: Any) -> list[str]:
     ]
 
 
+_NO_CREDENTIALS = vocabulary.Trap(
+    name="no_credentials",
+    doc="cross-origin requests no longer carry credentials, for the front end too",
+    breaks_legitimate_use=True,
+)
+_PREFIX_REGEX = vocabulary.Trap(
+    name="prefix_regex",
+    doc="allowed origins matched by a regex without an end anchor",
+)
+
 FAMILY = Family(
-    "F12",
-    "CORS misconfiguration with credentials",
-    "CWE-942",
-    ("CWE-942", "CWE-346"),
-    OWASP_A01,
-    ("cors.policy",),
-    ("deny_all", "no_credentials", "prefix_regex"),
-    mapping=(
-        "loose: CWE-942 maps to A05:2021 (Security Misconfiguration) and CWE-346 to A07:2021; "
-        "the A01:2021 text lists CORS misconfiguration that allows API access from "
-        "unauthorized origins, so the family is kept in the A01 catalog"
-    ),
+    id="F12",
+    title="CORS misconfiguration with credentials",
+    cwes=("CWE-942", "CWE-346"),
+    sites=("cors.policy",),
+    traps=(vocabulary.DENY_ALL, _NO_CREDENTIALS, _PREFIX_REGEX),
+    mapping="loose: CWE-942 maps to A05:2021 (Security Misconfiguration) and CWE-346 to A07:2021; "
+    "the A01:2021 text lists CORS misconfiguration that allows API access from "
+    "unauthorized origins, so the family is kept in the A01 catalog",
     cross_tenant=False,
     exploits=_exploits,
     app=_app,
     regressions=_regressions,
     policy=_policy,
+    hint_areas={"cors": "calls from browsers"},
 )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from a01gym.factory import testkit
-from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest
 
@@ -41,12 +42,15 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
 
 
 FAMILY = Family(
-    "F13",
-    "HTTP method confusion (guard checks one verb of a multi-verb route)",
-    "CWE-650",
-    ("CWE-650", "CWE-285", "CWE-862"),
-    OWASP_A01,
-    ("settings.update",),
-    ("deny_all", "delete_route", "client_trust", "hardcode"),
+    id="F13",
+    title="HTTP method confusion (guard checks one verb of a multi-verb route)",
+    cwes=("CWE-650", "CWE-285", "CWE-862"),
+    sites=("settings.update",),
+    traps=(
+        vocabulary.DENY_ALL,
+        vocabulary.DELETE_ROUTE,
+        vocabulary.CLIENT_TRUST,
+        vocabulary.HARDCODE,
+    ),
     regressions=_regressions,
 )

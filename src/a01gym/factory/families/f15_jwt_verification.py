@@ -15,12 +15,16 @@ fix that still accepts any other algorithm).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
+
+if TYPE_CHECKING:
+    from a01gym.factory.renderhost import Renderer
 
 __all__ = ["FAMILY"]
 
@@ -91,7 +95,7 @@ _EXPIRED = '''
     '''
 
 
-def _checks(r: Any) -> tuple[str, str, str]:
+def _checks(r: Renderer) -> tuple[str, str, str]:
     """The signature and expiry checks of ``claims_of``, and the helpers they call."""
     signature = r.v.mode("jwt.signature")
     expiry = r.v.mode("jwt.expiry")
@@ -115,7 +119,7 @@ def _checks(r: Any) -> tuple[str, str, str]:
     return check_text, expiry_text, ""
 
 
-def _tokens(r: Any) -> str:
+def _tokens(r: Renderer) -> str:
     check_text, expiry_text, helpers = _checks(r)
     return r.t(
         '''
@@ -179,7 +183,7 @@ def _tokens(r: Any) -> str:
     )
 
 
-def _api(r: Any) -> str:
+def _api(r: Renderer) -> str:
     removed = bool(r.v.removed)
     url = str(r.names["url"])
     handlers = ""
@@ -260,7 +264,7 @@ def _api(r: Any) -> str:
     ) + ("\n\n\n" + handlers if handlers else "")
 
 
-def _app(r: Any) -> FamilyApp:
+def _app(r: Renderer) -> FamilyApp:
     return FamilyApp(
         files={"app/tokens.py": _tokens(r), "app/routers/api.py": _api(r)}, routers=["api"]
     )
@@ -285,49 +289,23 @@ def _exploits(
 ) -> list[HttpTest]:
     e = TestKind.EXPLOIT
     record = f"/api/v2{cast.url}/{testkit.id_of(victim + '_private')}"
+    me, key, row = "/api/v2/me", f"{victim}_key", f"{victim}_private"
     if site == "jwt.expiry":
-        return [
-            _token_read(
-                f"{tag}.{site}",
-                e,
-                "{{jwt:" + victim + ".expired}}",
-                "/api/v2/me",
-                f"{victim}_key",
-                f"an expired token of {victim}'s still opens their account",
-            ),
-        ]
+        why = f"an expired token of {victim}'s still opens their account"
+        return [_token_read(f"{tag}.{site}", e, f"{{{{jwt:{victim}.expired}}}}", me, key, why)]
+    whose, other = f"a token for {victim}", "signed with another key"
+    attacks = (
+        ("forged", me, key, f"{whose} {other} opens their account"),
+        ("none", record, row, f"an unsigned (alg none) token for {victim} reads their record"),
+        ("hs512", me, key, f"{whose} claiming HS512, {other} opens their account"),
+        ("rs256", record, row, f"{whose} claiming RS256, {other} opens their account"),
+        ("noalg", me, key, f"{whose} naming no algorithm opens their account"),
+    )
     return [
         _token_read(
-            f"{tag}.{site}.forged",
-            e,
-            "{{jwt:" + victim + ".forged}}",
-            "/api/v2/me",
-            f"{victim}_key",
-            f"a token for {victim} signed with another key opens their account",
-        ),
-        _token_read(
-            f"{tag}.{site}.none",
-            e,
-            "{{jwt:" + victim + ".none}}",
-            record,
-            f"{victim}_private",
-            f"an unsigned (alg none) token for {victim} reads their record",
-        ),
-        *(
-            _token_read(
-                f"{tag}.{site}.{variant}",
-                e,
-                "{{jwt:" + victim + f".{variant}}}}}",
-                path,
-                secret,
-                f"a token for {victim} {how} opens their account",
-            )
-            for variant, path, secret, how in (
-                ("hs512", "/api/v2/me", f"{victim}_key", "claiming HS512, signed with another key"),
-                ("rs256", record, f"{victim}_private", "claiming RS256, signed with another key"),
-                ("noalg", "/api/v2/me", f"{victim}_key", "naming no algorithm"),
-            )
-        ),
+            f"{tag}.{site}.{variant}", e, f"{{{{jwt:{victim}.{variant}}}}}", path, secret, why
+        )
+        for variant, path, secret, why in attacks
     ]
 
 
@@ -396,19 +374,20 @@ def _policy(spec: Any) -> list[str]:
     ]
 
 
+_ALG_FROM_HEADER = vocabulary.Trap(
+    name="alg_from_header", doc="the signature checked for HS256 tokens only"
+)
+_NONE_REJECTED = vocabulary.Trap(name="none_rejected", doc="alg none refused, the rest unchecked")
+
 FAMILY = Family(
-    "F15",
-    "JWT verification skipped or weakened",
-    "CWE-347",
-    ("CWE-347", "CWE-345", "CWE-287"),
-    OWASP_A01,
-    ("jwt.signature", "jwt.expiry"),
-    ("deny_all", "delete_route", "alg_from_header", "none_rejected"),
-    mapping=(
-        "loose: CWE-347 maps to A02:2021 (Cryptographic Failures) and CWE-287 to A07:2021 "
-        "(Identification and Authentication Failures); the A01:2021 text lists JWT tampering "
-        "to elevate privileges, so the family is kept in the A01 catalog"
-    ),
+    id="F15",
+    title="JWT verification skipped or weakened",
+    cwes=("CWE-347", "CWE-345", "CWE-287"),
+    sites=("jwt.signature", "jwt.expiry"),
+    traps=(vocabulary.DENY_ALL, vocabulary.DELETE_ROUTE, _ALG_FROM_HEADER, _NONE_REJECTED),
+    mapping="loose: CWE-347 maps to A02:2021 (Cryptographic Failures) and CWE-287 to A07:2021 "
+    "(Identification and Authentication Failures); the A01:2021 text lists JWT tampering "
+    "to elevate privileges, so the family is kept in the A01 catalog",
     trap_sites={"alg_from_header": "jwt.signature", "none_rejected": "jwt.signature"},
     cross_tenant=False,
     exploits=_exploits,
@@ -416,4 +395,5 @@ FAMILY = Family(
     regressions=_regressions,
     fixture=_fixture,
     policy=_policy,
+    hint_areas={"jwt": "API tokens"},
 )

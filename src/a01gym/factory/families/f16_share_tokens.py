@@ -12,12 +12,16 @@ record (the last two defeat a fix that asks whether the link's creator may edit 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
+
+if TYPE_CHECKING:
+    from a01gym.factory.renderhost import Renderer
 
 __all__ = ["FAMILY"]
 
@@ -37,7 +41,7 @@ LOOKUP_STYLES = ("sql", "compare")
 """How a link is bound to its record: in the query's ``WHERE``, or compared after it."""
 
 
-def _token(r: Any) -> str:
+def _token(r: Renderer) -> str:
     mode = r.v.mode("share.create")
     readable = "f\"{$ent['owner_id']}-{$ent['id']}\""
     style = checkforms.draw(r.spec, "share.create", TOKEN_STYLES)
@@ -52,7 +56,7 @@ def _token(r: Any) -> str:
     return random
 
 
-def _token_helper(r: Any) -> str:
+def _token_helper(r: Renderer) -> str:
     """The ``helper`` style's function ('' for the other styles and the trap modes)."""
     mode = r.v.mode("share.create")
     if checkforms.draw(r.spec, "share.create", TOKEN_STYLES) != "helper" or mode not in (
@@ -72,7 +76,7 @@ def _token_helper(r: Any) -> str:
     )
 
 
-def _lookup(r: Any) -> tuple[str, str]:
+def _lookup(r: Renderer) -> tuple[str, str]:
     """The link query and the line that drops a link of another record ('' in the query)."""
     mode = r.v.mode("share.open")
     if checkforms.draw(r.spec, "share.open", LOOKUP_STYLES) == "compare" and mode in (
@@ -98,7 +102,7 @@ def _lookup(r: Any) -> tuple[str, str]:
     return _bound_query(mode, r), ""
 
 
-def _bound_query(mode: str, r: Any) -> str:
+def _bound_query(mode: str, r: Renderer) -> str:
     bound = '"SELECT record_id FROM share_links WHERE token = ? AND record_id = ? AND revoked = 0", [token, record_id]'
     if mode == "vuln":
         return '"SELECT record_id FROM share_links WHERE token = ? AND revoked = 0", [token]'
@@ -110,7 +114,7 @@ def _bound_query(mode: str, r: Any) -> str:
     return bound
 
 
-def _app(r: Any) -> FamilyApp:
+def _app(r: Renderer) -> FamilyApp:
     handlers = []
     if "share.create" not in r.v.removed:
         r.route("POST", r.t("$url/{${ent}_id}/share"))
@@ -310,23 +314,25 @@ def _policy(spec: Any) -> list[str]:
     ]
 
 
+_CREATOR_EDITS = vocabulary.Trap(
+    name="creator_edits",
+    doc="a link opens every record its creator may edit",
+)
+
 FAMILY = Family(
-    "F16",
-    "Predictable or unbound share-link tokens",
-    "CWE-639",
-    ("CWE-639", "CWE-640", "CWE-330"),
-    OWASP_A01,
-    ("share.create", "share.open"),
-    ("deny_all", "delete_route", "hardcode", "creator_edits"),
-    mapping=(
-        "loose: an unbound token reaching another user's record is CWE-639 (A01:2021), but "
-        "predictable tokens are CWE-330 (A02:2021 Cryptographic Failures) and CWE-640 "
-        "(A07:2021 Identification and Authentication Failures)"
-    ),
+    id="F16",
+    title="Predictable or unbound share-link tokens",
+    cwes=("CWE-639", "CWE-640", "CWE-330"),
+    sites=("share.create", "share.open"),
+    traps=(vocabulary.DENY_ALL, vocabulary.DELETE_ROUTE, vocabulary.HARDCODE, _CREATOR_EDITS),
+    mapping="loose: an unbound token reaching another user's record is CWE-639 (A01:2021), but "
+    "predictable tokens are CWE-330 (A02:2021 Cryptographic Failures) and CWE-640 "
+    "(A07:2021 Identification and Authentication Failures)",
     trap_sites={"creator_edits": "share.open"},
     exploits=_exploits,
     app=_app,
     regressions=_regressions,
     fixture=_fixture,
     policy=_policy,
+    hint_areas={"share": "share links"},
 )

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R, public_guide
 from a01gym.scenario.httptest import HttpTest
 
@@ -27,13 +28,11 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
 
 
 FAMILY = Family(
-    "F17",
-    "Forced browsing to an unauthenticated debug route",
-    "CWE-425",
-    ("CWE-425", "CWE-497", "CWE-538"),
-    OWASP_A01,
-    ("debug.config",),
-    ("deny_all", "delete_route", "auth_only"),
+    id="F17",
+    title="Forced browsing to an unauthenticated debug route",
+    cwes=("CWE-425", "CWE-497", "CWE-538"),
+    sites=("debug.config",),
+    traps=(vocabulary.DENY_ALL, vocabulary.DELETE_ROUTE, vocabulary.AUTH_ONLY),
     regressions=_regressions,
 )
 

@@ -15,12 +15,16 @@ cookie).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R, frontend_origin
 from a01gym.scenario.httptest import DbCheck, HttpTest, StatusIn, Step, TestKind
+
+if TYPE_CHECKING:
+    from a01gym.factory.renderhost import Renderer
 
 __all__ = ["FAMILY"]
 
@@ -79,7 +83,7 @@ _FORM_CHECK = '''def form_check(check: Callable[[Request], None]) -> Callable[[C
     return decorate'''
 
 
-def _app(r: Any) -> FamilyApp:
+def _app(r: Renderer) -> FamilyApp:
     handlers = []
     mechanism = checkforms.draw(r.spec, "csrf", MECHANISMS)
     archive, email = (
@@ -341,17 +345,25 @@ def _policy(spec: Any) -> list[str]:
     ]
 
 
+_REFERER_CHECK = vocabulary.Trap(
+    name="referer_check",
+    doc="a Referer that merely contains the front end's address accepted",
+)
+_TOKEN_PRESENT = vocabulary.Trap(
+    name="token_present",
+    doc="any non-empty CSRF token accepted, never compared with the cookie",
+)
+
 FAMILY = Family(
-    "F18",
-    "CSRF-able cookie-authenticated form endpoints",
-    "CWE-352",
-    ("CWE-352", "CWE-1275"),
-    OWASP_A01,
-    ("csrf.archive", "csrf.email"),
-    ("deny_all", "delete_route", "referer_check", "token_present"),
+    id="F18",
+    title="CSRF-able cookie-authenticated form endpoints",
+    cwes=("CWE-352", "CWE-1275"),
+    sites=("csrf.archive", "csrf.email"),
+    traps=(vocabulary.DENY_ALL, vocabulary.DELETE_ROUTE, _REFERER_CHECK, _TOKEN_PRESENT),
     cross_tenant=False,
     exploits=_exploits,
     app=_app,
     regressions=_regressions,
     policy=_policy,
+    hint_areas={"csrf": "the browser UI's forms"},
 )

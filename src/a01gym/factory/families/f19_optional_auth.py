@@ -11,12 +11,16 @@ asked) and ``optional.activity`` (``None`` is waved through the ownership check)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest, JsonEquals, StatusIn, Step, TestKind
+
+if TYPE_CHECKING:
+    from a01gym.factory.renderhost import Renderer
 
 __all__ = ["FAMILY"]
 
@@ -76,7 +80,7 @@ _ACTIVITY = {
 }
 
 
-def _app(r: Any) -> FamilyApp:
+def _app(r: Renderer) -> FamilyApp:
     handlers: list[str] = []
     helpers: list[str] = []
     victim = r.v.hardcode.get("owner_id", "0")
@@ -274,17 +278,22 @@ def _policy(spec: Any) -> list[str]:
     ]
 
 
+_REQUIRE_LOGIN = vocabulary.Trap(
+    name="require_login",
+    doc="every caller must sign in, which breaks the public pages",
+    breaks_legitimate_use=True,
+)
+
 FAMILY = Family(
-    "F19",
-    "Optional-auth dependency misused as required",
-    "CWE-862",
-    ("CWE-862", "CWE-287"),
-    OWASP_A01,
-    ("optional.feed", "optional.activity"),
-    ("deny_all", "delete_route", "require_login", "hardcode"),
+    id="F19",
+    title="Optional-auth dependency misused as required",
+    cwes=("CWE-862", "CWE-287"),
+    sites=("optional.feed", "optional.activity"),
+    traps=(vocabulary.DENY_ALL, vocabulary.DELETE_ROUTE, _REQUIRE_LOGIN, vocabulary.HARDCODE),
     cross_tenant=False,
     exploits=_exploits,
     app=_app,
     regressions=_regressions,
     policy=_policy,
+    hint_areas={"optional": "the public pages"},
 )

@@ -13,12 +13,16 @@ succeeds; a second one grants ``support``, which the ``all_but_admin`` trap (ref
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
+from a01gym.factory.families import vocabulary
+from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import BodyContains, DbCheck, HttpTest, StatusIn, Step, TestKind
+
+if TYPE_CHECKING:
+    from a01gym.factory.renderhost import Renderer
 
 __all__ = ["FAMILY", "STRUCTURES"]
 
@@ -39,7 +43,7 @@ STRUCTURES = ("inline", "predicate", "config_grants")
 is a ``MANAGER_GRANTS`` setting that lists roles a manager must not grant."""
 
 
-def _app(r: Any) -> FamilyApp:
+def _app(r: Renderer) -> FamilyApp:
     grants = '("user", "manager")'
     helper = ""
     if (
@@ -263,18 +267,23 @@ def _policy(spec: Any) -> list[str]:
     ]
 
 
+_TARGET_ROLE = vocabulary.Trap(
+    name="target_role",
+    doc="only changes of an administrator's role refused",
+)
+_ALL_BUT_ADMIN = vocabulary.Trap(
+    name="all_but_admin",
+    doc="managers may grant every role but admin",
+)
+
 FAMILY = Family(
-    "F20",
-    "Privilege escalation through role management",
-    "CWE-269",
-    ("CWE-269", "CWE-863", "CWE-266"),
-    OWASP_A01,
-    ("roles.grant", "roles.tenant"),
-    ("admin_break", "delete_route", "target_role", "all_but_admin"),
-    mapping=(
-        "partly: CWE-269 and CWE-266 map to A04:2021 (Insecure Design); CWE-863 and the "
-        "A01:2021 text's elevation of privilege place the family in A01"
-    ),
+    id="F20",
+    title="Privilege escalation through role management",
+    cwes=("CWE-269", "CWE-863", "CWE-266"),
+    sites=("roles.grant", "roles.tenant"),
+    traps=(vocabulary.ADMIN_BREAK, vocabulary.DELETE_ROUTE, _TARGET_ROLE, _ALL_BUT_ADMIN),
+    mapping="partly: CWE-269 and CWE-266 map to A04:2021 (Insecure Design); CWE-863 and the "
+    "A01:2021 text's elevation of privilege place the family in A01",
     needs_roles=("manager",),
     trap_sites={"target_role": "roles.grant", "all_but_admin": "roles.grant"},
     cross_tenant=False,
@@ -282,4 +291,5 @@ FAMILY = Family(
     app=_app,
     regressions=_regressions,
     policy=_policy,
+    hint_areas={"roles": "team roles"},
 )

@@ -11,9 +11,10 @@ renderer calls once, after the skeleton and the family's modules are rendered:
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 if TYPE_CHECKING:
+    from a01gym.factory.renderhost import Renderer
     from a01gym.factory.spec import ScenarioSpec
 
 __all__ = ["STYLES", "DataAccess", "DataStyle", "draw", "restyled", "style"]
@@ -29,7 +30,7 @@ class DataStyle(Protocol):
 
     name: DataAccess
 
-    def finish(self, r: Any, files: dict[str, str]) -> dict[str, str]:
+    def finish(self, r: Renderer, files: dict[str, str]) -> dict[str, str]:
         """The app's files in this style, from the renderer ``r`` and its rendered ``files``."""
         ...
 
@@ -39,7 +40,7 @@ class SqliteStyle:
 
     name: DataAccess = "sqlite3"
 
-    def finish(self, r: Any, files: dict[str, str]) -> dict[str, str]:
+    def finish(self, r: Renderer, files: dict[str, str]) -> dict[str, str]:
         """``files`` as rendered."""
         return files
 

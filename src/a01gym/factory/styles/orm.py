@@ -10,10 +10,13 @@ are those of the plain-SQL schema, so the sandbox seeds both styles alike.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a01gym.factory.styles import orm_repository, orm_rewrite
 from a01gym.factory.styles.orm_repository import SHAPES
+
+if TYPE_CHECKING:
+    from a01gym.factory.renderhost import Renderer
 
 __all__ = ["OrmStyle"]
 
@@ -23,7 +26,7 @@ class OrmStyle:
 
     name = "sqlalchemy"
 
-    def finish(self, r: Any, files: dict[str, str]) -> dict[str, str]:
+    def finish(self, r: Renderer, files: dict[str, str]) -> dict[str, str]:
         """``files`` with the ORM data layer and every other module on sessions."""
         own = {
             "app/tables.py": tables(r),
@@ -44,7 +47,7 @@ class OrmStyle:
         return {**out, **own}
 
 
-def tables(r: Any) -> str:
+def tables(r: Renderer) -> str:
     """``app/tables.py``: the mapped classes, one per table of the schema, with the
     relationships every registered ORM shape declares."""
     user_side = "".join("\n    " + r.t(shape.USER_SIDE) for shape in SHAPES)
@@ -141,7 +144,7 @@ def tables(r: Any) -> str:
     )
 
 
-def db(r: Any) -> str:
+def db(r: Renderer) -> str:
     """``app/db.py``: the engine, the schema and the per-request session."""
     extra = r.extra.schema
     migrations = (

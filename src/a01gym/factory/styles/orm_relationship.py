@@ -24,6 +24,7 @@ from typing import Any
 
 from a01gym.factory import checkforms
 from a01gym.factory.families import f08_export_filter
+from a01gym.factory.families.vocabulary import Mode
 
 __all__ = ["ENTITY_SIDE", "FIXES", "USER_SIDE", "drawn", "export_body", "fix", "list_body"]
 
@@ -72,7 +73,7 @@ def list_body(spec: Any, mode: str) -> str | None:
     """``list_visible``'s body up to its ``query`` in this shape (a ``$``-template), or
     ``None`` when the list is not drawn in it or ``mode`` has a form of its own (the
     deny-all and client-trust traps rewrite the whole query)."""
-    if not drawn(spec, "record.list") or mode in ("deny", "client_trust"):
+    if not drawn(spec, "record.list") or mode in (Mode.DENY, "client_trust"):
         return None
     children = _LIST.get(mode) or _LIST[fix(spec)]
     scope = "$Ent.owner_id == user.id" if mode == "over_filter" else "policy.read_scope(user)"
@@ -92,7 +93,7 @@ _EVERY_CHILD = "[as_record(row) for owner in owners for row in owner.$ents]"
 def export_body(spec: Any, mode: str) -> str | None:
     """``export_rows`` / ``digest_rows`` body in this shape (a ``$``-template), or ``None``
     when the exports are not drawn in it or ``mode`` is the deny-all trap's."""
-    if not drawn(spec, "record.export") or mode == "deny":
+    if not drawn(spec, "record.export") or mode == Mode.DENY:
         return None
     loaded = "User.$ents"
     rows = _EVERY_CHILD
@@ -100,8 +101,8 @@ def export_body(spec: Any, mode: str) -> str | None:
         rows = (
             "[as_record(row) for owner in owners for row in owner.$ents if row.owner_id == user.id]"
         )
-    elif mode != "vuln" and fix(spec) == "scoped":
+    elif mode != Mode.VULN and fix(spec) == "scoped":
         loaded = "User.$ents.and_(policy.read_scope(user))"
-    elif mode != "vuln":
+    elif mode != Mode.VULN:
         rows = "[record for owner in owners for record in map(as_record, owner.$ents) if policy.can_read(user, record)]"
     return f"owners = {_OWNERS.format(loaded=loaded)}\nreturn {rows}"

@@ -19,6 +19,7 @@ from a01gym.factory.codetext import indent
 from a01gym.factory.families import f06_mass_assignment
 from a01gym.factory.families.f07_tenant_lists import UNSCOPED_LIST, list_bug
 from a01gym.factory.families.f08_export_filter import orm_repository_body
+from a01gym.factory.families.vocabulary import Mode
 from a01gym.factory.styles import orm_relationship
 
 __all__ = ["SHAPES", "OrmShape", "repository"]
@@ -96,7 +97,7 @@ def _loaders(r: Any) -> str:
         return ""
     loaders = []
     for site, verb, scope_fn in r._record_sites():
-        if r.v.mode(site) == "vuln":
+        if r.v.mode(site) == Mode.VULN:
             body = "row = self.session.get($Ent, ${ent}_id)\nreturn as_record(row) if row else None"
         else:
             body = f"return self._one(select($Ent).where($Ent.id == ${{ent}}_id, policy.{scope_fn}(user)))"
