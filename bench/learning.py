@@ -24,13 +24,15 @@ and a decode step ~0.15-0.2 s whatever the batch. So the model is the smallest r
 family is one whose fix is one short edit (F01), episodes are capped at the solver's 6 turns
 and its longest call (~150 tokens), SFT sees 10 solver episodes 1.5 times, GRPO runs 4 steps of
 8 rollouts (2 groups of 4), and each eval is one batch of 12 episodes (6 scenarios × 2). Far too
-little to expect GRPO's own gain to be significant. Measured on 2026-11-28: ``--quick`` does not
-yet fit in 90 minutes. Its base eval (12 episodes) ran past 18 minutes, because a decode step
-at batch 12 costs ~640 ms (166 ms at batch 1): transformers' DynamicCache copies every row's
-whole cache on every step (``torch.cat``), ~100 MB a row at 2.3k tokens. A buffer that grows in
-place, handed to attention as strided views, was slower still (2.55 s a step at 12 rows against
-1.11 s at 4 and 0.32 s at 1, on a loaded machine; reverted); a preallocated static cache is the
-next thing to try.
+little to expect GRPO's own gain to be significant. Measured on 2026-11-28 (one torch thread
+pinned to one core while other jobs ran on the other, load 10-40): the decode step is no longer
+the cost (a preallocated cache: 570 ms a step at 12 rows, was 2,013 ms, see
+:mod:`a01gym.training.kvbatch`), but the run still did not fit: factory cache 5 min, base eval
+23 min (the base model writes to its token cap every turn), SFT 52 min (20 steps of one
+~2.7k-token episode, forward + backward, ~78 s each on an idle core), so GRPO was never reached
+in the session. SmolLM2 after SFT replays the solver's moves on held-out scenarios
+(``run_tests``, ``search 'def read_note('``, ``read_file``, ``edit_file``). Next levers: SFT on
+the completions only over a shared prefix (the prompt is 80% of the tokens), two free cores.
 
 Reported: ``base_resolved_rate``, ``sft_resolved_rate``, ``trained_resolved_rate``;
 ``reward_gain_ci_low`` (trained vs base: the lower end of the paired bootstrap 95% interval over
