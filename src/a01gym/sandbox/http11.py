@@ -136,6 +136,7 @@ class Http11Client:
             (k.encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()
         ]
         self._idle: list[_Connection] = []
+        self._closed = False
 
     async def _connect(self, timeout: float) -> _Connection:
         if self._uds is not None:
@@ -196,7 +197,7 @@ class Http11Client:
             except BaseException:
                 _close(connection)
                 raise
-            if connection.reusable:
+            if connection.reusable and not self._closed:
                 self._idle.append(connection)
             else:
                 connection.close()
@@ -212,6 +213,9 @@ class Http11Client:
         return None
 
     def close(self) -> None:
+        """Close the pooled connections; a request still in flight closes its own when it
+        ends, instead of pooling it where nobody would close it again."""
+        self._closed = True
         for connection in self._idle:
             connection.close()
         self._idle.clear()

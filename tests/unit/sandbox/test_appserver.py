@@ -18,6 +18,7 @@ from fastapi.responses import StreamingResponse
 
 from a01gym.sandbox.appserver import AppServer, StartupFailed
 from a01gym.sandbox.http11 import BadResponseError, Http11Client
+from a01gym.tasks import cancel_and_wait
 
 calls: list[str] = []
 
@@ -100,6 +101,9 @@ async def _serving(app: Any, tmp_path: Path) -> AsyncIterator[Http11Client]:
         client.close()
         listener.close()
         await listener.wait_closed()
+        # The app process is killed with its lifespan still waiting for shutdown; here the
+        # test's loop closes, so stop the lifespan (and any background call) first.
+        await cancel_and_wait(*(asyncio.all_tasks() - {asyncio.current_task()}))
 
 
 async def _get(client: Http11Client, path: str, method: str = "GET") -> Any:
