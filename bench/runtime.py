@@ -262,7 +262,8 @@ async def _churn(url: str, server: psutil.Process, sessions: int, pool_size: int
 
 
 async def main(args: argparse.Namespace) -> dict[str, Any]:
-    cache = args.cache or workload.factory_cache()
+    # the build runs its own event loop (and takes minutes the first time): not on this one
+    cache = args.cache or await asyncio.to_thread(workload.factory_cache)
     result: dict[str, Any] = {"cache": str(cache), **workload.cache_mix(cache)}
     result["calibration_ms"] = calibration.measure()
     env = {

@@ -189,7 +189,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
     from a01gym.capacity import default_max_sandboxes, default_max_sessions
 
     n = args.sessions
-    cache = args.cache or workload.factory_cache()
+    # the build runs its own event loop (and takes minutes the first time): not on this one
+    cache = args.cache or await asyncio.to_thread(workload.factory_cache)
     result: dict[str, Any] = {
         "cache": str(cache),
         **workload.cache_mix(cache),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -56,6 +57,29 @@ def test_entries_filter_by_split_family_and_difficulty(tmp_path: Path) -> None:
     assert all(e.difficulty == band for e in cache.entries(difficulty=band))
     assert cache.entries(difficulty=(0.0, 1.0)) == cache.entries()
     assert cache.entries() == sorted(cache.entries(), key=lambda e: e.hash)
+
+
+def test_a_reader_sees_rows_another_writer_adds_later(tmp_path: Path) -> None:
+    """A reader keeps parsed rows between calls, and still sees every later commit: a row
+    added by another writer object, one rewritten in place, and one deleted."""
+    first, second = _bundles(2)
+    writer = ScenarioCache(tmp_path)
+    with writer.writer():
+        _add(writer, first)
+    reader = ScenarioCache(tmp_path)
+    assert [e.hash for e in reader.entries()] == [first.manifest.content_hash]
+    assert reader.entries() is not reader.entries(split="train")  # a fresh list each call
+    with ScenarioCache(tmp_path).writer() as other:
+        _add(other, second, split="eval")
+    assert len(reader.entries()) == 2
+    assert [e.hash for e in reader.entries(split="eval")] == [second.manifest.content_hash]
+    with ScenarioCache(tmp_path).writer() as other:
+        _add(other, second, split="train")  # same hash: the row is replaced
+    assert reader.entries(split="eval") == []
+    with sqlite3.connect(tmp_path / "index.sqlite") as connection:
+        connection.execute("DELETE FROM scenarios WHERE hash = ?", (first.manifest.content_hash,))
+    connection.close()
+    assert [e.hash for e in reader.entries()] == [second.manifest.content_hash]
 
 
 def test_adding_the_same_bundle_twice_keeps_one_entry(tmp_path: Path) -> None:
