@@ -41,10 +41,11 @@ format: venv
 # The Kubernetes tests need a real kube-apiserver; tools/envtest.sh builds and caches it (Go).
 # Without Go they skip here, and fail in CI (A01GYM_REQUIRE_K8S=1). The container tier needs a
 # Docker engine (apt-get install docker.io debootstrap docker-registry); without one it skips
-# here, and fails in CI (A01GYM_REQUIRE_DOCKER=1).
+# here, and fails in CI (A01GYM_REQUIRE_DOCKER=1). The 30 slowest tests are listed at the end,
+# so a CI log shows where its time went.
 test: lint $(TRAIN_STAMP)
 	@bin="$$(tools/envtest.sh)" || { echo "envtest unavailable: Kubernetes tests will skip"; bin=""; }; \
-	A01GYM_ENVTEST_BIN="$$bin" $(BIN)/pytest $(PYTEST_ARGS)
+	A01GYM_ENVTEST_BIN="$$bin" $(BIN)/pytest --durations=30 $(PYTEST_ARGS)
 
 # The fast tier: lint, then the unit tests (tests/unit and tests/training/unit), which need no
 # Kubernetes, Docker engine or browser. `make test` runs them too, with everything else.
