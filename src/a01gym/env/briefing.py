@@ -66,8 +66,18 @@ def _entry_file(bundle: Bundle) -> str:
 
 
 def _example_request(manifest: Manifest, world: FixtureValues) -> dict[str, Any]:
-    """A GET a signed-in actor makes in a visible test, with ids of the agent's world."""
-    steps = [s for t in manifest.visible_tests for s in t.steps if s.method == "GET"]
+    """A GET a signed-in actor makes in a visible test, with ids of the agent's world.
+
+    Never a step of the visible exploit reproduction (hint level 4): the example is the same
+    kind of request in every scenario, not a pointer at the bug's route.
+    """
+    steps = [
+        s
+        for t in manifest.visible_tests
+        if not t.id.startswith("visible.exploit")
+        for s in t.steps
+        if s.method == "GET"
+    ]
     steps.sort(key=lambda s: (s.actor == "anonymous", "{{" not in s.path))
     if steps:
         step = steps[0]

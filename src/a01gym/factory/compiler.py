@@ -113,7 +113,13 @@ def task_text(spec: ScenarioSpec, policy_lines: list[str]) -> str:
 
 
 def policy_lines(spec: ScenarioSpec) -> list[str]:
-    """The policy rules in words."""
+    """Every rule the app keeps, in words, in an order drawn from the spec's seed.
+
+    The lines are the spec's rules, the skeleton's fixed ones (private fields, public pages,
+    a public count when the app serves one) and the family's words for the sites only its
+    app has. None names a route, and the order depends on the seed and the line alone, so
+    neither the broken rule's place nor the family's own line's says which rule is broken.
+    """
     label = spec.domain.entity.label
     label = ("an " if label[0].lower() in "aeiou" else "a ") + label
     tenant = spec.domain.tenant_noun
@@ -159,6 +165,8 @@ def policy_lines(spec: ScenarioSpec) -> list[str]:
         "holder and administrators."
     )
     lines.append("The health check and the administrator guide are public.")
+    if "public_stats" in spec.decoys:  # the app serves the count: a rule the app keeps
+        lines.append(f"The number of {spec.domain.entity.label} records is public (no content).")
     extra = families.family(spec.bug.family).policy
     lines += extra(spec) if extra is not None else []
     # An order drawn per scenario: the family's own rule is not always the last line.

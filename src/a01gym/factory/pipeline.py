@@ -122,11 +122,7 @@ class _Drafter:
             spec = self.author.draft(request)
         except AuthorError as exc:
             return _Candidate(request, stage="author", reason=exc.reason)
-        if split.assign_split(spec.domain.id, spec.bug.family, self.held_out) == "eval":
-            # held-out scenarios measure finding the bug unaided: the lowest hint level
-            spec = spec.model_copy(
-                update={"knobs": spec.knobs.model_copy(update={"hint_level": 0})}
-            )
+        spec = split.as_built(spec, self.held_out)  # eval: the lowest hint level
         digest = compiler.spec_digest(spec)
         try:
             return _Candidate(request, compiler.compile_bundle(spec), digest)

@@ -46,7 +46,8 @@ _IDENT = r"^[a-z][a-z0-9_]{1,30}$"
 HintLevel = Literal[0, 1, 2, 3, 4]
 """0-2 the one task wording (kept apart for the difficulty score), 3 also the area to start
 with, 4 also a visible exploit reproduction; never the CWE, the family or a route. Held-out
-(eval) scenarios are built at 0."""
+(eval) scenarios are built at 0 (:func:`a01gym.factory.split.as_built`); the labels and the
+cache index record the level."""
 
 Principal = Literal[
     "anonymous", "any_user", "owner", "self", "team_if_shared", "support", "manager", "admin"

@@ -1,71 +1,92 @@
-"""What the agent reads names no bug: no family, no CWE, no route of the bug (300 scenarios).
+"""What the agent reads at reset names no bug: no family, no CWE, no route of the bug.
 
-The template author's first 300 drafts over every family are compiled (no sandbox needed: the
-text is fixed at compile time) and their TASK.md and manifest policy are searched for the
-labels only ``hidden.json`` may carry.
+Fast tier: one draft per family in each data-access style (42 compiles), compiled and rendered
+into the reset observation (:func:`a01gym.env.briefing.render`, text and structured result);
+the policy order is checked on 300 drafts without compiling (:func:`compiler.policy_lines` is
+pure). The 300-scenario build of the issue runs in
+``tests/integration/test_task_text_build.py``. Shared checks live in ``tests/briefing_checks.py``.
 """
 
 from __future__ import annotations
 
 import collections
-import re
 
 import pytest
 
-from a01gym.factory import author, compiler, config, families
+import briefing_checks
+from a01gym.env import briefing
+from a01gym.factory import author, compiler, config, families, styles
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.bundle import Bundle
-from a01gym.scenario.httptest import TestKind
 
-COUNT = 300
+
+def _one_per_family() -> list[ScenarioSpec]:
+    """A draft of every family (the first a 300 plan holds), each at every hint level in turn."""
+    drafts = [author.TemplateAuthor().draft(r) for r in author.plan(config.FactoryConfig(count=42))]
+    first: dict[str, ScenarioSpec] = {}
+    for spec in drafts:
+        first.setdefault(spec.bug.family, spec)
+    assert set(first) == set(families.FAMILIES)
+    specs = []
+    for n, (_, spec) in enumerate(sorted(first.items())):
+        for style in ("sqlite3", "sqlalchemy"):
+            level = (n + (style == "sqlalchemy")) % 5
+            knobs = spec.knobs.model_copy(update={"hint_level": level})
+            specs.append(styles.restyled(spec.model_copy(update={"knobs": knobs}), style))
+    return specs
 
 
 @pytest.fixture(scope="module")
-def drafts() -> list[tuple[ScenarioSpec, Bundle]]:
-    cfg = config.FactoryConfig(count=COUNT, seed=28)
-    specs = [author.TemplateAuthor().draft(r) for r in author.plan(cfg)]
-    return [(spec, compiler.compile_bundle(spec)) for spec in specs]
+def compiled() -> list[tuple[ScenarioSpec, Bundle]]:
+    return [(spec, compiler.compile_bundle(spec)) for spec in _one_per_family()]
 
 
-def _bug_paths(bundle: Bundle) -> set[str]:
-    """The fixed part of every path the hidden exploits attack (up to the first placeholder)."""
-    paths = set()
-    for test in bundle.hidden.tests:
-        if test.kind is TestKind.EXPLOIT:
-            for step in test.steps:
-                fixed = step.path.split("{{")[0].rstrip("/")
-                if len(fixed) > 1:
-                    paths.add(fixed)
-    return paths
+@pytest.fixture(scope="module")
+def drafts() -> list[ScenarioSpec]:
+    cfg = config.FactoryConfig(count=300, seed=28)
+    return [author.TemplateAuthor().draft(r) for r in author.plan(cfg)]
 
 
-def test_no_task_names_the_family_the_cwe_or_a_route_of_the_bug(
-    drafts: list[tuple[ScenarioSpec, Bundle]],
+def test_every_family_in_both_styles_is_covered(
+    compiled: list[tuple[ScenarioSpec, Bundle]],
 ) -> None:
-    assert len(drafts) == COUNT
-    assert {b.hidden.labels["family"] for _, b in drafts} == set(families.FAMILIES)
-    for _, bundle in drafts:
-        fam = families.family(bundle.hidden.labels["family"])
-        text = bundle.workspace["TASK.md"].decode()
-        seen = text + "\n" + bundle.manifest.policy
-        assert not re.search(r"CWE-\d+", seen), (bundle.manifest.name, fam.id)
-        assert not re.search(r"\bF\d\d\b", seen)
-        assert fam.title.lower() not in seen.lower()
-        for path in _bug_paths(bundle):
-            assert path not in seen, (fam.id, path)
+    pairs = {(s.bug.family, s.knobs.data_access) for s, _ in compiled}
+    assert pairs == {(f, d) for f in families.FAMILIES for d in ("sqlite3", "sqlalchemy")}
+    assert {s.knobs.hint_level for s, _ in compiled} == {0, 1, 2, 3, 4}
 
 
-def test_every_task_is_worded_alike_and_the_family_rule_is_not_always_last(
-    drafts: list[tuple[ScenarioSpec, Bundle]],
+def test_the_reset_observation_names_no_family_cwe_or_route_of_the_bug(
+    compiled: list[tuple[ScenarioSpec, Bundle]],
 ) -> None:
-    openings: collections.Counter[str] = collections.Counter()
-    last = collections.Counter()
-    for spec, bundle in drafts:
-        task = bundle.workspace["TASK.md"].decode().split("## Task\n\n")[1].split("\n")[0]
-        openings[task.split(" Start with ")[0].split(" The visible test")[0]] += 1
-        own = families.family(spec.bug.family).policy
-        if own is not None:
-            last[bundle.manifest.policy.splitlines()[-1] in own(spec)] += 1
-    assert len(openings) == 1, openings  # one wording whatever the family and hint level
-    # with 16-18 rules in a drawn order, the family's own rule ends the list about 1 in 17
-    assert last[True] < 0.25 * (last[True] + last[False]), last
+    for _, bundle in compiled:
+        text, result = briefing.render(bundle)
+        briefing_checks.assert_names_no_bug(bundle, text, result)
+
+
+def test_every_task_is_one_template_and_the_policy_lists_every_rule(
+    compiled: list[tuple[ScenarioSpec, Bundle]],
+) -> None:
+    briefing_checks.assert_one_template([b for _, b in compiled])
+    for spec, bundle in compiled:
+        briefing_checks.assert_policy_is_complete(spec, bundle)
+
+
+def test_the_policy_order_does_not_say_which_rule_is_broken(drafts: list[ScenarioSpec]) -> None:
+    briefing_checks.assert_order_hides_the_bug(drafts)
+
+
+def test_the_policy_order_depends_on_the_seed_and_the_lines_alone(
+    drafts: list[ScenarioSpec],
+) -> None:
+    """Two specs with the same rules and seed but another broken rule list them alike."""
+    by_family = collections.defaultdict(list)
+    for spec in drafts:
+        if families.family(spec.bug.family).policy is None:
+            by_family[spec.bug.family].append(spec)
+    for spec in drafts[:60]:
+        for other in ("F01", "F02", "F13"):
+            moved = spec.model_copy(update={"bug": by_family[other][0].bug, "decoys": spec.decoys})
+            lines = compiler.policy_lines(moved)
+            own = families.family(spec.bug.family).policy
+            kept = [x for x in compiler.policy_lines(spec) if own is None or x not in own(spec)]
+            assert lines == kept, (spec.bug.family, other)

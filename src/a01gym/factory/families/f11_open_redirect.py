@@ -300,7 +300,8 @@ def _policy(spec: Any) -> list[str]:
     return [
         "After signing in or out, the browser "
         f"is sent only to the app's own paths or to https://{HELP_HOST}; any other target "
-        "lands on the default page."
+        "lands on the default page.",
+        "Signed-in users see and end only their own sessions.",
     ]
 
 
