@@ -23,7 +23,7 @@ from a01gym.errors import ConfigError
 from a01gym.expert_settings import ExpertSettings, ShapingSettings
 from a01gym.factory import author, compiler
 from a01gym.factory import config as factory_config
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 from expert_stub import ANSWER, StubExpert, running_stub
 

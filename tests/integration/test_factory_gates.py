@@ -33,7 +33,7 @@ from a01gym.factory import (
 )
 from a01gym.factory.cache import ScenarioCache
 from a01gym.factory.styles import orm_relationship
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import TestKind
 from a01gym.scenario.scoring import PARTIAL_CREDIT

@@ -26,7 +26,7 @@ from a01gym.env.warm import WarmSpares
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
 from a01gym.pool_settings import PoolGrowthSettings
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "idor_notes"

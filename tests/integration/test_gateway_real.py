@@ -21,7 +21,7 @@ from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

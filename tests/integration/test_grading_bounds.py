@@ -25,9 +25,9 @@ from a01gym.env.logger import RunLogger
 from a01gym.factory import author, compiler, config
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
-from a01gym.sandbox import verification
-from a01gym.sandbox.local import LocalBackend
-from a01gym.sandbox.verification import Ending
+from a01gym.sandbox.host import verification
+from a01gym.sandbox.host.local import LocalBackend
+from a01gym.sandbox.host.verification import Ending
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import Outcome, TestKind
 from a01gym.scenario.manifest import Patch

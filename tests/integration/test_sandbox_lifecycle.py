@@ -13,7 +13,7 @@ import pytest
 
 from a01gym.config import SandboxLimits
 from a01gym.errors import SandboxLostError, SandboxStartError
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.sandbox.protocol import ProxyRequest
 
 
@@ -184,7 +184,7 @@ async def test_the_app_runs_on_uvloop_as_under_uvicorn_standard():
 
 _OWNER = """
 import asyncio, json, sys
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.sandbox.protocol import ProxyRequest
 from a01gym.scenario.bundle import Bundle
 

@@ -110,7 +110,7 @@ async def evaluate(run_dir: Path, episodes: int) -> None:
     from a01gym.env.logger import RunLogger
     from a01gym.gateway import app as gateway_app
     from a01gym.gateway import server
-    from a01gym.sandbox.local import LocalBackend
+    from a01gym.sandbox.host.local import LocalBackend
     from a01gym.training import agents
     from a01gym.training import eval as evaluation
 

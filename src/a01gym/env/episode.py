@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from a01gym.env import models
 from a01gym.env.appstart import AppStart
 from a01gym.env.logger import AGENT_PATTERN, EPISODE_ID_PATTERN, EpisodeLog
-from a01gym.sandbox.backend import Sandbox
+from a01gym.sandbox.host.backend import Sandbox
 from a01gym.scenario.bundle import Bundle, safe_relative_path
 
 __all__ = ["Episode", "ExpertCall", "ResetParams", "StepOutcome", "note_ignored"]

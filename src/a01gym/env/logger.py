@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from a01gym.sandbox.verification import Verification
+from a01gym.sandbox.host.verification import Verification
 from a01gym.scenario import verdicts
 
 __all__ = [

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from a01gym.env import models
 from a01gym.sandbox import protocol
-from a01gym.sandbox.verification import Verification
+from a01gym.sandbox.host.verification import Verification
 from a01gym.scenario import verdicts
 from a01gym.scenario.manifest import RewardSpec
 
@@ -67,7 +67,7 @@ def breakdown(
     """The terminal reward and its parts, from a hidden run.
 
     Args:
-        verification: the hidden report (from :func:`a01gym.sandbox.verification.verify`).
+        verification: the hidden report (from :func:`a01gym.sandbox.host.verification.verify`).
         spec: the scenario's reward weights.
         labels: the scenario's labels; only the public ones (family, difficulty, ...) are kept.
         invalid_actions: actions the episode refused (bad args, bad paths, unknown tools).

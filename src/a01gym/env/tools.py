@@ -1,6 +1,6 @@
 """The agent's tools: validate one action, run it in the episode's sandbox, describe the result.
 
-Each tool turns into calls on the sandbox's :class:`~a01gym.sandbox.client.SupervisorClient`
+Each tool turns into calls on the sandbox's :class:`~a01gym.sandbox.host.client.SupervisorClient`
 and returns a :class:`ToolOutcome`: text for an LLM, the same content structured, and an
 error code when the action could not do what was asked. Agent mistakes (bad paths, a
 non-unique edit, an unknown actor) are outcomes, never exceptions; only a sandbox failure
@@ -22,8 +22,9 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from a01gym.env import models
-from a01gym.sandbox import protocol, runner
-from a01gym.sandbox.client import ControlError, SupervisorClient
+from a01gym.sandbox import protocol
+from a01gym.sandbox.host import runner
+from a01gym.sandbox.host.client import ControlError, SupervisorClient
 from a01gym.scenario import verdicts
 from a01gym.scenario.bundle import Bundle, safe_relative_path
 from a01gym.scenario.fixtures import FixtureValues

@@ -35,7 +35,7 @@ from a01gym.gateway.context import GatewayContext
 from a01gym.gateway.metrics import GatewayMetrics
 from a01gym.gateway.routes import http, mcp, ws
 from a01gym.gateway.sessions import EnvFactory, SessionManager
-from a01gym.sandbox.backend import PoolStats, SandboxBackend
+from a01gym.sandbox.host.backend import PoolStats, SandboxBackend
 
 __all__ = ["PROTOCOL_VERSION", "GatewayDeps", "create_app", "runtime_deps"]
 
@@ -92,15 +92,15 @@ def runtime_deps(runtime: EnvRuntime, *, own_backend: bool = True) -> GatewayDep
 
 def _backend(settings: Settings) -> SandboxBackend:
     if settings.gateway.backend == "local":
-        from a01gym.sandbox.local import LocalBackend
+        from a01gym.sandbox.host.local import LocalBackend
 
         return LocalBackend(settings.sandbox)
     if settings.gateway.backend == "docker":
-        from a01gym.sandbox.docker import DockerBackend
+        from a01gym.sandbox.host.docker import DockerBackend
 
         return DockerBackend(settings.docker)
     if settings.gateway.backend == "kubernetes":
-        from a01gym.sandbox.kubernetes import KubernetesBackend
+        from a01gym.sandbox.host.kubernetes import KubernetesBackend
 
         return KubernetesBackend(settings.kubernetes)
     raise ConfigError("gateway.backend", f"unknown backend {settings.gateway.backend!r}")

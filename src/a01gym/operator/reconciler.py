@@ -23,7 +23,7 @@ from a01gym.operator.pools import PoolReconciler
 from a01gym.operator.sandboxes import Sandboxes
 from a01gym.operator.store import PodView, Store
 from a01gym.operator.sweeps import Sweeper
-from a01gym.sandbox.kube_client import KubeClient
+from a01gym.sandbox.host.kube_client import KubeClient
 from a01gym.tasks import cancel_and_wait
 
 __all__ = ["TERMINAL_PHASES", "Reconciler"]

@@ -15,7 +15,7 @@ import pytest
 from a01gym import __version__
 from a01gym.config import DockerBackendSettings, OperatorSettings
 from a01gym.operator import builders, labels
-from a01gym.sandbox import docker
+from a01gym.sandbox.host import docker
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # the first build takes minutes
 

@@ -22,7 +22,7 @@ from a01gym.errors import SandboxCapacityError
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
 from a01gym.sandbox import protocol
-from a01gym.sandbox.kubernetes import KubernetesBackend
+from a01gym.sandbox.host.kubernetes import KubernetesBackend
 from a01gym.scenario.bundle import Bundle
 
 pytestmark = pytest.mark.timeout(120)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from a01gym.env.logger import RunLogger, verification_document
 from a01gym.sandbox import protocol
-from a01gym.sandbox.verification import Verification
+from a01gym.sandbox.host.verification import Verification
 from a01gym.scenario.httptest import Outcome, TestKind, TestResult
 from a01gym.scenario.scoring import score_results
 

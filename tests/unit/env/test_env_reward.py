@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from a01gym.env import reward
 from a01gym.sandbox import protocol
-from a01gym.sandbox.verification import Verification
+from a01gym.sandbox.host.verification import Verification
 from a01gym.scenario.httptest import Outcome, TestKind, TestResult
 from a01gym.scenario.manifest import RewardSpec
 from a01gym.scenario.scoring import score_results

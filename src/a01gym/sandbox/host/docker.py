@@ -1,7 +1,7 @@
 """The Docker backend: one hardened container of the sandbox image per sandbox.
 
 For users with a Docker engine and no cluster (SWE-bench-style harnesses run one container per
-task). Each container runs exactly what a sandbox pod runs (:mod:`a01gym.sandbox.container`),
+task). Each container runs exactly what a sandbox pod runs (:mod:`a01gym.sandbox.host.container`),
 hardened as the pod spec says: the image's non-root uid, a read-only root, size-limited tmpfs
 for the workspace and ``/tmp``, every capability dropped, no new privileges, the engine's
 default seccomp profile, memory, CPU and process limits, and the supervisor's token
@@ -35,9 +35,9 @@ import httpx
 
 from a01gym.config import DockerBackendSettings
 from a01gym.errors import SandboxError, SandboxStartError
-from a01gym.sandbox import container
-from a01gym.sandbox.backend import PoolStats
-from a01gym.sandbox.client import SupervisorClient
+from a01gym.sandbox.host import container
+from a01gym.sandbox.host.backend import PoolStats
+from a01gym.sandbox.host.client import SupervisorClient
 
 __all__ = ["DockerBackend", "DockerSandbox", "EngineError", "container_config"]
 
@@ -53,7 +53,7 @@ class EngineError(SandboxError):
 
 
 def _bytes(size: str) -> int:
-    """``256Mi`` → bytes (the sizes :mod:`a01gym.sandbox.container` states for pods)."""
+    """``256Mi`` → bytes (the sizes :mod:`a01gym.sandbox.host.container` states for pods)."""
     units = {"Ki": 1024, "Mi": 1024**2, "Gi": 1024**3}
     return int(size[:-2]) * units[size[-2:]]
 

@@ -22,8 +22,9 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from a01gym.sandbox import protocol, runner
-from a01gym.sandbox.backend import Sandbox, SandboxBackend
+from a01gym.sandbox import protocol
+from a01gym.sandbox.host import runner
+from a01gym.sandbox.host.backend import Sandbox, SandboxBackend
 from a01gym.scenario import scoring
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import HttpTest, Outcome, TestKind, TestResult

@@ -2,11 +2,11 @@
 
 ``acquire()`` pops a sandbox that is already running (its supervisor is up and answering), so
 it never waits for a fork; a background task refills the pool. When the pool is empty, acquire
-spawns one itself, through the backend's :class:`~a01gym.sandbox.admission.StartGate` (shared
+spawns one itself, through the backend's :class:`~a01gym.sandbox.host.admission.StartGate` (shared
 with app starts), and when ``max_sandboxes`` are live it waits for a release; both waits are
 bounded by ``acquire_timeout_s``. A burst larger than the pool therefore queues, and no start's
 timeout runs while it waits its turn. Between bursts the pool grows towards the size of the
-recent peak (:class:`~a01gym.sandbox.pool_target.PoolTarget`), so the next one is served
+recent peak (:class:`~a01gym.sandbox.host.pool_target.PoolTarget`), so the next one is served
 from it. ``release()`` kills the
 sandbox's whole process tree (its PID namespace) and removes its directory. A sandbox that
 dies on its own is noticed through the zygote's exit events, logged, counted and, if it was
@@ -37,11 +37,12 @@ from typing import Any
 
 from a01gym.config import SandboxSettings, get_settings
 from a01gym.errors import SandboxError, SandboxStartError
-from a01gym.sandbox import admission, isolation, readiness
-from a01gym.sandbox.backend import BackgroundReleases, PoolStats
-from a01gym.sandbox.client import SupervisorClient
+from a01gym.sandbox import isolation
+from a01gym.sandbox.host import admission, readiness
+from a01gym.sandbox.host.backend import BackgroundReleases, PoolStats
+from a01gym.sandbox.host.client import SupervisorClient
+from a01gym.sandbox.host.pool_target import PoolTarget
 from a01gym.sandbox.layout import Layout
-from a01gym.sandbox.pool_target import PoolTarget
 from a01gym.tasks import cancel_and_wait
 
 __all__ = ["LocalBackend", "LocalSandbox"]
@@ -147,7 +148,7 @@ class LocalBackend:
         command = [
             sys.executable,
             "-m",
-            "a01gym.sandbox.zygote",
+            "a01gym.sandbox.inside.zygote",
             "--filesystem",
             self.capabilities.filesystem,
             *(f"--preload={name}" for name in self.settings.preload),
@@ -171,7 +172,7 @@ class LocalBackend:
             await self._stop_zygote()
             raise SandboxStartError(
                 "the sandbox zygote did not start",
-                hint="run `python -m a01gym.sandbox.zygote` by hand to see its error",
+                hint="run `python -m a01gym.sandbox.inside.zygote` by hand to see its error",
             ) from exc
         self._reader = asyncio.create_task(self._read_events(), name="a01gym-zygote-events")
         self._closing = False
