@@ -40,7 +40,7 @@ import psutil
 
 import report
 from a01gym.sandbox import protocol
-from a01gym.sandbox.host import docker, escapes
+from a01gym.sandbox.host import docker_engine, escapes
 from a01gym.sandbox.host.docker import DockerBackend, DockerSandbox
 from a01gym.sandbox.host.local import LocalBackend, LocalSandbox
 from a01gym.scenario.bundle import Bundle
@@ -85,7 +85,7 @@ async def _serving(backend: DockerBackend | LocalBackend) -> DockerSandbox | Loc
 
 async def _floor(backend: DockerBackend, rounds: int) -> list[float]:
     """The engine's own cost of one hardened container that runs an interpreter and exits."""
-    body = docker.container_config(backend.settings, token_dir=backend._tokens, labels={})  # type: ignore[arg-type]
+    body = docker_engine.container_config(backend.settings, token_dir=backend._tokens, labels={})  # type: ignore[arg-type]
     body["Entrypoint"], body["Cmd"] = ["python", "-c", "pass"], []
     samples = []
     for _ in range(rounds):
