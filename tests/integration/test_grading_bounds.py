@@ -19,12 +19,13 @@ import pytest
 import pytest_asyncio
 from openenv.core.generic_client import GenericEnvClient
 
-from a01gym.config import GatewaySettings, GradingSettings, Settings
+from a01gym.config import GradingSettings, Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.factory import author, compiler, config
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
+from a01gym.gateway_settings import GatewaySettings
 from a01gym.sandbox.host import verification
 from a01gym.sandbox.host.local import LocalBackend
 from a01gym.sandbox.host.verification import Ending

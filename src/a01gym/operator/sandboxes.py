@@ -20,10 +20,10 @@ import logging
 import secrets
 from typing import Any
 
-from a01gym.config import OperatorSettings
 from a01gym.operator import builders, clock, labels
 from a01gym.operator.metrics import OperatorMetrics
 from a01gym.operator.store import PodView, Store
+from a01gym.operator_settings import OperatorSettings
 from a01gym.sandbox.host.kube_client import KubeApiError, KubeClient, resource_path
 
 __all__ = ["Sandboxes", "warm_compatible"]

@@ -17,11 +17,12 @@ import pytest
 import pytest_asyncio
 from openenv.core.generic_client import GenericEnvClient
 
-from a01gym.config import GatewaySettings, Settings
+from a01gym.config import Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
+from a01gym.gateway_settings import GatewaySettings
 from a01gym.sandbox.host import container, escapes
 from a01gym.sandbox.host.docker import DockerBackend, DockerSandbox
 from a01gym.scenario.bundle import Bundle

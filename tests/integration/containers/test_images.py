@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from a01gym import __version__
-from a01gym.config import DockerBackendSettings, OperatorSettings
+from a01gym.backend_settings import DockerBackendSettings
 from a01gym.operator import builders, labels
+from a01gym.operator_settings import OperatorSettings
 from a01gym.sandbox.host import docker_engine
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # the first build takes minutes

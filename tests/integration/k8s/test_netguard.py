@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 from stack import Stack
 
-from a01gym.config import OperatorSettings
 from a01gym.errors import ConfigError
 from a01gym.operator import netguard
+from a01gym.operator_settings import OperatorSettings
 from a01gym.sandbox.host.kubernetes import KubeClient
 
 

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from a01gym.config import GatewaySettings, Settings
+from a01gym.config import Settings
 from a01gym.env import models, tools
 from a01gym.env.environment import ResetParams, StepOutcome, note_ignored
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
+from a01gym.gateway_settings import GatewaySettings
 
 
 class EchoEnv:

@@ -20,8 +20,8 @@ from pathlib import Path
 import yaml
 from packaging.requirements import Requirement
 
-from a01gym.config import OperatorSettings
 from a01gym.operator import builders, labels
+from a01gym.operator_settings import OperatorSettings
 from a01gym.sandbox.host import container as supervisor
 from a01gym.sandbox.inside import preloads
 

@@ -34,7 +34,7 @@ from typing import Any
 
 import httpx
 
-from a01gym.config import DockerBackendSettings
+from a01gym.backend_settings import DockerBackendSettings
 from a01gym.errors import SandboxError, SandboxStartError
 from a01gym.sandbox.host import container, docker_engine
 from a01gym.sandbox.host.backend import PoolStats

@@ -16,7 +16,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from a01gym.config import DockerBackendSettings
+from a01gym.backend_settings import DockerBackendSettings
 from a01gym.errors import SandboxError
 from a01gym.sandbox.host import container
 

@@ -29,7 +29,7 @@ import os
 import time
 from typing import Any
 
-from a01gym.config import KubernetesBackendSettings
+from a01gym.backend_settings import KubernetesBackendSettings
 from a01gym.errors import SandboxError, SandboxStartError, SandboxTimeoutError
 from a01gym.sandbox.host import admission, container
 from a01gym.sandbox.host.backend import PoolStats
