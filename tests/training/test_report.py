@@ -13,7 +13,7 @@ from runfiles import HOSTILE, write_training
 from typer.testing import CliRunner
 
 from a01gym.cli.__main__ import app
-from a01gym.training import report, rundata
+from a01gym.training import demoreport, report, rundata
 
 runner = CliRunner()
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -225,7 +225,7 @@ def test_demo_report_shows_every_agent_with_a_transcript(real_run: Path, tmp_pat
     ]
     out = tmp_path / "demo"
     shutil.copytree(real_run / "runs", out / "runs")
-    files = report.write_report(out, summaries, records, runs_dir=out / "runs")
+    files = demoreport.write_report(out, summaries, records, runs_dir=out / "runs")
     assert files["html"] == out / "report" / "index.html"
     page = files["html"].read_text()
     assert "noop: seed" in page and "reference: seed" in page
