@@ -24,7 +24,7 @@ from pydantic import ConfigDict, Field
 
 from a01gym import __version__
 from a01gym.config import Settings, get_settings
-from a01gym.env import models, tools
+from a01gym.env import actions, models
 from a01gym.env.environment import A01Environment, EnvRuntime
 from a01gym.env.logger import RunLogger
 from a01gym.env.sampler import CurriculumSampler, CurriculumStats, open_source
@@ -55,7 +55,7 @@ class GatewayDeps:
     """What the app runs on: an environment factory plus hooks around the backend."""
 
     env_factory: EnvFactory
-    tools: list[dict[str, Any]] = dataclasses.field(default_factory=tools.tool_specs)
+    tools: list[dict[str, Any]] = dataclasses.field(default_factory=actions.tool_specs)
     run_logger: RunLogger | None = None
     pool_stats: Callable[[], PoolStats | None] | None = None
     spares: Callable[[], int] | None = None
