@@ -243,7 +243,7 @@ def test_control_characters_in_model_text_show_as_escapes() -> None:
 
 
 def test_expert_section_shows_phase_call_rate_and_solo_vs_assisted(tmp_path: Path) -> None:
-    """Synthetic step rows in the documented shape (``grpo.StepLog``): 3 steps, fading."""
+    """Synthetic step rows in the documented shape (``steplog.StepLog``): 3 steps, fading."""
     write_training(tmp_path, steps=3)
     phases = [("scaffold", 0.75, 1.5), ("balanced", 0.5, 0.5), ("independent", 0.0, 0.0)]
     metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
