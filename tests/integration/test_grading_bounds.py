@@ -26,13 +26,13 @@ from a01gym.factory import author, compiler, config
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
 from a01gym.gateway_settings import GatewaySettings
-from a01gym.sandbox.host import verification
+from a01gym.grading import verification
+from a01gym.grading.scoring import PARTIAL_CREDIT
+from a01gym.grading.verification import Ending
 from a01gym.sandbox.host.local import LocalBackend
-from a01gym.sandbox.host.verification import Ending
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import Outcome, TestKind
 from a01gym.scenario.manifest import Patch
-from a01gym.scenario.scoring import PARTIAL_CREDIT
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from a01gym.grading import runner, verification
 from a01gym.sandbox import protocol
-from a01gym.sandbox.host import runner, verification
 from a01gym.sandbox.host.client import ControlError
 from a01gym.scenario.httptest import Outcome, TestKind
 from a01gym.scenario.manifest import Patch

@@ -22,10 +22,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from a01gym.env import models
+from a01gym.grading import runner, verdicts
 from a01gym.sandbox import protocol
-from a01gym.sandbox.host import runner
 from a01gym.sandbox.host.client import ControlError, SupervisorClient
-from a01gym.scenario import verdicts
 from a01gym.scenario.bundle import Bundle, safe_relative_path
 from a01gym.scenario.fixtures import FixtureValues
 

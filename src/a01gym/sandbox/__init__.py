@@ -9,8 +9,8 @@ the app runs under ``appserver`` (``bytecode``, ``tracebacks``), started by ``ap
 warm pool, ``pool_target``, ``readiness`` and ``admission``; ``docker`` running what
 ``container`` describes; ``kubernetes`` over ``episode_watch``, ``kube_client`` and
 ``kube_credentials``, which the operator shares), all handing out ``backend`` handles whose
-``client`` speaks the control API; ``runner`` runs declarative tests through a client,
-``verification`` scores a candidate on a fresh sandbox, ``escapes`` tries to leave one.
+``client`` speaks the control API; ``escapes`` tries to leave a sandbox. Running the hidden
+tests through that client is :mod:`a01gym.grading`, a layer above.
 
 Shared by both, directly here: ``protocol`` (the control API's wire models), ``layout`` (where
 things live in a sandbox directory), ``http11`` (the h11 client and server both hops use) and

@@ -3,5 +3,5 @@
 Imported by the gateway, the operator, the environment and the factory; never by a process
 inside a sandbox. A backend (``local``, ``docker``, ``kubernetes``) hands out ``backend``
 handles whose ``client`` speaks the supervisor's control API (:mod:`a01gym.sandbox.protocol`);
-``runner`` and ``verification`` grade through that client.
+:mod:`a01gym.grading` runs the hidden tests through that client.
 """
