@@ -13,7 +13,7 @@ What a container costs over a local sandbox, on one machine, one after the other
   pool serves (what an episode's reset pays once pools are full), and their quotient.
 * ``container_uss_mb`` and ``local_uss_mb``: unique memory of every process of one sandbox
   serving the example app (supervisor and app).
-* ``escape_payloads`` and ``escape_payloads_denied`` (:mod:`a01gym.sandbox.escapes`) in a
+* ``escape_payloads`` and ``escape_payloads_denied`` (:mod:`a01gym.sandbox.host.escapes`) in a
   container.
 
 Targets are ratios to references measured in the same run: a cold start within 2× the
@@ -39,9 +39,10 @@ from typing import Any
 import psutil
 
 import report
-from a01gym.sandbox import docker, escapes, protocol
-from a01gym.sandbox.docker import DockerBackend, DockerSandbox
-from a01gym.sandbox.local import LocalBackend, LocalSandbox
+from a01gym.sandbox import protocol
+from a01gym.sandbox.host import docker_engine, escapes
+from a01gym.sandbox.host.docker import DockerBackend, DockerSandbox
+from a01gym.sandbox.host.local import LocalBackend, LocalSandbox
 from a01gym.scenario.bundle import Bundle
 
 BUNDLE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "idor_notes"
@@ -84,7 +85,7 @@ async def _serving(backend: DockerBackend | LocalBackend) -> DockerSandbox | Loc
 
 async def _floor(backend: DockerBackend, rounds: int) -> list[float]:
     """The engine's own cost of one hardened container that runs an interpreter and exits."""
-    body = docker.container_config(backend.settings, token_dir=backend._tokens, labels={})  # type: ignore[arg-type]
+    body = docker_engine.container_config(backend.settings, token_dir=backend._tokens, labels={})  # type: ignore[arg-type]
     body["Entrypoint"], body["Cmd"] = ["python", "-c", "pass"], []
     samples = []
     for _ in range(rounds):

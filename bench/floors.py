@@ -178,7 +178,7 @@ class ForkFloor:
 def _zygote(preload: list[str]) -> None:
     """Import what a01gym's zygote imports (and ``preload``), warm the stack as it does, then
     fork one app per stdin line."""
-    from a01gym.sandbox import cow, warmup, zygote
+    from a01gym.sandbox.inside import cow, warmup, zygote
 
     for name in [*zygote.PRELOAD, *preload]:
         with contextlib.suppress(ImportError):
@@ -210,7 +210,7 @@ def _answer_once(request: dict) -> None:
     the zygote's stdout, then exits."""
     import uvloop
 
-    from a01gym.sandbox import appserver
+    from a01gym.sandbox.inside import appserver
 
     status = 0
     try:

@@ -53,7 +53,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
     from a01gym.cli.background import gateway_thread
-    from a01gym.training import compare, rollout
+    from a01gym.training import compare, policies, rollout
 
     torch.set_num_threads(args.threads)
     spec, sha = realmodels.model_source(args.model)
@@ -75,7 +75,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         try:
             for repeat in range(args.repeats):
                 for kv in (True, False) if repeat % 2 == 0 else (False, True):
-                    policy = rollout.ModelPolicy(
+                    policy = policies.ModelPolicy(
                         model,
                         tokenizer,
                         max_new_tokens=args.max_new_tokens,

@@ -28,9 +28,9 @@ from apihelpers import Api
 from stack import Stack
 
 import report
-from a01gym.sandbox.kube_client import KubeClient
-from a01gym.sandbox.kube_credentials import KubeCredentials
-from a01gym.sandbox.kubernetes import KubernetesBackend
+from a01gym.sandbox.host.kube_client import KubeClient
+from a01gym.sandbox.host.kube_credentials import KubeCredentials
+from a01gym.sandbox.host.kubernetes import KubernetesBackend
 from k8s_scale import TARGETS as SCALE_TARGETS
 from k8s_scale import leftovers, run_scale
 

@@ -32,8 +32,8 @@ from typing import Any
 from apihelpers import Api
 from stack import Stack
 
-from a01gym.sandbox.kube_client import KubeApiError, KubeClient
-from a01gym.sandbox.kube_credentials import KubeCredentials
+from a01gym.sandbox.host.kube_client import KubeApiError, KubeClient
+from a01gym.sandbox.host.kube_credentials import KubeCredentials
 
 __all__ = ["TARGETS", "leftovers", "run_scale"]
 

@@ -6,7 +6,7 @@ Secret's ownerReference, patch the pod's labels (a claim), read it, list it by l
 delete it, delete the Secret; a pod watch runs alongside and decodes every event. The same
 iterations run, ``--concurrency`` at a time, against the local kube-apiserver with:
 
-* ``ours``: :class:`a01gym.sandbox.kube_client.KubeClient` (dicts in, dicts out);
+* ``ours``: :class:`a01gym.sandbox.host.kube_client.KubeClient` (dicts in, dicts out);
 * ``library``: kubernetes_asyncio's typed ``CoreV1Api`` (dicts in, generated models out,
   which is how the library is meant to be used);
 * ``library_raw``: the same calls with ``_preload_content=False`` and our own JSON
@@ -42,8 +42,8 @@ from kubernetes_asyncio import watch as k8s_watch
 
 import report
 from a01gym.operator import builders
-from a01gym.sandbox.kube_client import KubeClient, resource_path
-from a01gym.sandbox.kube_credentials import KubeCredentials
+from a01gym.sandbox.host.kube_client import KubeClient, resource_path
+from a01gym.sandbox.host.kube_credentials import KubeCredentials
 
 NAMESPACE = "clients"
 MERGE = "application/merge-patch+json"

@@ -92,7 +92,7 @@ async def _solve(url: str, cache: Path, hashes: list[str]) -> list[float]:
 def _evaluate(
     url: str, model: str, adapter: Path | None, rows: list[dict], label: str, args: Any
 ) -> list[dict]:
-    from a01gym.training import compare, rollout
+    from a01gym.training import compare, policies, rollout
 
     tokenizer, policy = compare.load_policy(model, adapter)
     engine = rollout.RolloutEngine(
@@ -105,7 +105,7 @@ def _evaluate(
     try:
         return compare.evaluate_model(
             engine,
-            rollout.ModelPolicy(
+            policies.ModelPolicy(
                 policy,
                 tokenizer,
                 max_new_tokens=args.max_new_tokens,

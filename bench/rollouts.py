@@ -13,7 +13,7 @@ Against one real ``a01gym serve`` process (local sandboxes, the test fixture):
 * ``trainer_overhead_pct`` / ``env_wait_pct`` / ``generation_pct``: shares of a GRPO step's wall
   time (tiny local model, LoRA, TRL ``GRPOTrainer`` with our ``rollout_func``) spent outside
   generation and the environment, waiting on the environment, and generating. A step runs from
-  one optimizer step's end to the next (``grpo.StepLog``); the first (trainer start-up and
+  one optimizer step's end to the next (``steplog.StepLog``); the first (trainer start-up and
   first-call warm-up) is left out.
 
     python bench/rollouts.py --quick --json-out runs/bench/rollouts.json

@@ -50,7 +50,7 @@ import psutil
 import floors
 import report
 from a01gym.sandbox import protocol
-from a01gym.sandbox.local import LocalBackend, LocalSandbox
+from a01gym.sandbox.host.local import LocalBackend, LocalSandbox
 from a01gym.scenario.bundle import Bundle
 
 BUNDLE = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "idor_notes"

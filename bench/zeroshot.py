@@ -37,7 +37,7 @@ DEFAULT_MODELS = ("smollm2-135m", "qwen2.5-coder-0.5b")
 def _model_rows(
     url: str, spec: str, rows: list[dict[str, Any]], temperature: float, args: Any
 ) -> dict[str, Any]:
-    from a01gym.training import compare, rollout
+    from a01gym.training import compare, policies, rollout
 
     tokenizer, model = compare.load_policy(spec)
     engine = rollout.RolloutEngine(
@@ -47,7 +47,7 @@ def _model_rows(
         max_completion_tokens=8192,
         max_output_chars=args.max_output_chars,
     )
-    policy = rollout.ModelPolicy(
+    policy = policies.ModelPolicy(
         model, tokenizer, max_new_tokens=args.max_new_tokens, temperature=temperature
     )
     started = time.perf_counter()

@@ -11,7 +11,7 @@ import pytest
 import pytest_asyncio
 
 from a01gym.sandbox import isolation
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -5,19 +5,23 @@ JSON) file named by ``A01GYM_CONFIG``. Nested fields use ``__``
 (``A01GYM_SANDBOX__POOL_SIZE=8``, ``A01GYM_GATEWAY__PORT=8000``), so Helm values map onto env
 vars one to one, and the file has the same shape (``sandbox: {pool_size: 8}``). Build it
 through :func:`get_settings`, never at import time.
+
+The sandbox's and grading's sections are here; the others are in a module each, named after
+their section: :mod:`a01gym.gateway_settings`, :mod:`a01gym.backend_settings` (``docker``,
+``kubernetes``), :mod:`a01gym.operator_settings`, :mod:`a01gym.expert_settings` (and the
+sandbox's ``pool_growth``, :mod:`a01gym.pool_settings`).
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-import ipaddress
 import os
 import tempfile
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic_core import ErrorDetails
 from pydantic_settings import (
     BaseSettings,
@@ -26,33 +30,27 @@ from pydantic_settings import (
     YamlConfigSettingsSource,
 )
 
-from a01gym import __version__, capacity
+from a01gym import capacity
+from a01gym.backend_settings import DockerBackendSettings, KubernetesBackendSettings
 from a01gym.errors import ConfigError
 from a01gym.expert_settings import ExpertSettings
+from a01gym.gateway_settings import GatewaySettings
+from a01gym.operator_settings import OperatorSettings
 from a01gym.pool_settings import PoolGrowthSettings
 
 __all__ = [
     "CONFIG_ENV",
     "OTHER_VARIABLES",
-    "Backend",
-    "DockerBackendSettings",
-    "GatewaySettings",
     "GradingSettings",
-    "KubernetesBackendSettings",
-    "OperatorSettings",
     "SandboxLimits",
     "SandboxSettings",
     "Settings",
     "get_settings",
-    "is_loopback",
     "with_overrides",
 ]
 
 CONFIG_ENV = "A01GYM_CONFIG"
 """Names the optional YAML/JSON settings file."""
-
-Backend = Literal["local", "docker", "kubernetes"]
-"""Where sandboxes run; also the choices of ``a01gym serve --backend``."""
 
 OTHER_VARIABLES = {
     CONFIG_ENV: "Path of a YAML/JSON settings file shaped like the settings object (sections "
@@ -176,91 +174,6 @@ class SandboxSettings(BaseModel):
     app_request_timeout_s: float = Field(10.0, gt=0, description="Time allowed per app request.")
 
 
-class GatewaySettings(BaseModel):
-    """How the OpenEnv gateway listens, admits sessions and finds scenarios."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
-
-    host: str = Field("127.0.0.1", description="Address to bind; non-loopback needs a token.")
-    port: int = Field(8000, ge=0, le=65535, description="TCP port (0 picks a free one).")
-    token: SecretStr | None = Field(
-        None,
-        description="Bearer token clients must present (Authorization header or ?token= in "
-        "the URL, since the stock OpenEnv client sends no headers). Required off loopback.",
-    )
-    max_sessions: int = Field(
-        default_factory=capacity.default_max_sessions,
-        ge=1,
-        description="Concurrent /ws, /mcp-socket and HTTP-MCP sessions; beyond it a client "
-        "gets CAPACITY_REACHED. Default: nine per ten of the default max_sandboxes.",
-    )
-    resume_grace_s: float = Field(
-        120.0,
-        ge=0,
-        description="A /ws client that drops mid-episode may reattach within this long "
-        "(reset with resume_token); its session keeps its sandbox until then. 0: off.",
-    )
-    idle_timeout_s: float = Field(
-        1800.0,
-        ge=0,
-        description="Sessions idle this long are closed and their sandboxes released; 0 never.",
-    )
-    backend: Backend = Field(
-        "local",
-        description="Where sandboxes run: local processes, hardened containers on a Docker "
-        "engine (A01GYM_DOCKER__* variables), or pods of the a01gym operator "
-        "(A01GYM_KUBERNETES__* variables).",
-    )
-    cache: Path | None = Field(
-        None,
-        description="Scenario source: a factory cache directory, or a directory of bundles.",
-    )
-    cache_wait_s: float = Field(
-        0.0,
-        ge=0,
-        description="How long `a01gym serve` waits for an empty or missing scenario cache to "
-        "fill (say, while the chart's factory Job builds it) before it gives up; 0: fail at once.",
-    )
-    weights: Path | None = Field(None, description="Curriculum weights file (JSON or YAML).")
-    split: str = Field("train", description="Split sampled when reset names none.")
-    runs_dir: Path | None = Field(
-        Path("runs"), description="Episode logs and artifacts go here; unset to disable."
-    )
-    warm_spares: int = Field(
-        8,
-        ge=0,
-        description=(
-            "Sandboxes kept prepared for recently used scenarios (fast resets and grading); 0 off."
-        ),
-    )
-    ws_max_size: int = Field(
-        16 * 1024 * 1024, ge=1024, description="Largest incoming WebSocket frame, bytes."
-    )
-
-    def check_exposure(self) -> None:
-        """Refuse to listen beyond loopback without a token.
-
-        Raises:
-            ConfigError: naming the fix.
-        """
-        if self.token is None and not is_loopback(self.host):
-            raise ConfigError(
-                "gateway.token",
-                f"binding to {self.host} without a token would expose sandboxes to the network",
-                hint="set A01GYM_GATEWAY__TOKEN (or --token), or bind to 127.0.0.1",
-            )
-
-
-def is_loopback(host: str) -> bool:
-    """True for ``localhost``, 127.0.0.0/8, ``::1`` and Unix-socket paths."""
-    if host == "localhost" or host.startswith(("unix:", "/")):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 class GradingSettings(BaseModel):
     """Bounds on the terminal hidden run, so a hanging, crashing or forking app is graded
     (fail-closed) before a trainer's client gives up on the episode."""
@@ -281,121 +194,6 @@ class GradingSettings(BaseModel):
         le=60,
         description="Per app request in a hidden run (also bounded by the deadline); a slower "
         "answer makes its test inconclusive.",
-    )
-
-
-class KubernetesBackendSettings(BaseModel):
-    """How the gateway's Kubernetes backend creates Episodes."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
-
-    namespace: str = Field("default", description="Namespace the Episodes are created in.")
-    pool: str | None = Field(
-        "default", description="SandboxPool to claim warm pods from; None always cold-starts."
-    )
-    ttl_seconds: int = Field(3600, ge=10, le=86400, description="Episode TTL (spec.ttlSeconds).")
-    runtime_class_name: str | None = Field(None, description="RuntimeClass, e.g. gvisor.")
-    ready_timeout_s: float = Field(
-        120.0, gt=0, description="How long acquire() waits for its Episode, from its turn."
-    )
-    start_concurrency: int = Field(
-        32,
-        ge=1,
-        description="Episodes created and awaited at once; the rest of a burst queue for a "
-        "turn (the operator and kubelets start pods at a bounded rate).",
-    )
-    acquire_timeout_s: float = Field(
-        45.0, gt=0, description="How long a reset may queue for a turn to start an Episode."
-    )
-    kubeconfig: Path | None = Field(None, description="Kubeconfig; default: in-cluster/env.")
-    name_prefix: str = Field("ep-", description="generateName prefix of created Episodes.")
-
-
-class DockerBackendSettings(BaseModel):
-    """How the gateway's Docker backend runs one hardened container per sandbox."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
-
-    socket: Path = Field(
-        Path("/var/run/docker.sock"), description="The Docker engine's API socket."
-    )
-    image: str = Field(
-        f"a01gym/sandbox:{__version__}",
-        description="The sandbox image (sandbox-image/Dockerfile; `make images` builds it).",
-    )
-    network: str = Field(
-        "a01gym-sandboxes",
-        description="The internal bridge network the containers join (created if missing): "
-        "no route out, no traffic between containers, no new connections to the host.",
-    )
-    bridge: str = Field(
-        "a01gym-sb0", max_length=15, description="Host interface name of that network's bridge."
-    )
-    pool_size: int = Field(
-        2, ge=0, le=256, description="Warm containers kept started and idle for acquire()."
-    )
-    start_timeout_s: float = Field(
-        60.0, gt=0, description="How long a container may take to answer its health check."
-    )
-    memory_mb: int = Field(1024, ge=64, description="Memory limit of a container (no swap).")
-    cpus: float = Field(1.0, gt=0, description="CPU limit of a container.")
-    pids: int = Field(256, ge=16, description="Most processes a container may hold.")
-
-
-class OperatorSettings(BaseModel):
-    """How the operator watches, builds sandbox pods and cleans up."""
-
-    model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
-
-    namespace: str = Field("default", description="Namespace watched for Episodes and pools.")
-    kubeconfig: Path | None = Field(
-        None, description="Kubeconfig file; default: in-cluster service account or KUBECONFIG."
-    )
-    default_image: str = Field(
-        "ghcr.io/a01gym/sandbox:0.1.0",
-        description="Sandbox image for Episodes that name no pool.",
-    )
-    image_pull_policy: str = Field("IfNotPresent", description="For sandbox pods.")
-    sandbox_port: int = Field(8080, ge=1, le=65535, description="Supervisor's TCP port.")
-    sandbox_uid: int = Field(10001, ge=1, description="Non-root uid/gid of sandbox pods.")
-    workspace_size_limit: str = Field("256Mi", description="emptyDir limit of /sandbox.")
-    default_cpu_limit: str = Field("1", description="CPU limit when no resources are given.")
-    default_memory_limit: str = Field("512Mi", description="Memory limit likewise.")
-    health_timeout_s: float = Field(2.0, gt=0, description="Supervisor /healthz timeout.")
-    sweep_interval_s: float = Field(
-        1.0, gt=0, description="Period of TTL, stuck-binding and pool checks."
-    )
-    orphan_grace_s: float = Field(
-        30.0, ge=0, description="Age before an unowned sandbox pod or token Secret is deleted."
-    )
-    resync_interval_s: float = Field(
-        300.0, gt=0, description="Period of the full re-LIST and the orphan sweep."
-    )
-    pool_wait_s: float = Field(
-        5.0, ge=0, description="How long an Episode waits for its SandboxPool to appear."
-    )
-    pool_create_concurrency: int = Field(
-        32, ge=1, description="Pool pods created in parallel while refilling."
-    )
-    pool_pod_lifetime_s: int = Field(
-        86400, ge=60, description="activeDeadlineSeconds of idle pool pods (cut on claim)."
-    )
-    deadline_slack_s: int = Field(
-        60, ge=0, description="Added to an Episode's TTL for its pod's activeDeadlineSeconds."
-    )
-    terminal_retention_s: float = Field(
-        3600.0, ge=0, description="Finished/Failed/Expired Episodes are deleted after this."
-    )
-    metrics_port: int = Field(9090, ge=0, le=65535, description="Prometheus port; 0 disables.")
-    metrics_host: str = Field("0.0.0.0", description="Prometheus bind address.")
-    liveness_endpoint: str | None = Field(
-        None, description="kopf liveness endpoint, e.g. http://0.0.0.0:8081/healthz."
-    )
-    network_policy: Literal["required", "unprotected"] = Field(
-        "required",
-        description="'required': refuse to start unless a NetworkPolicy in the namespace "
-        "selects sandbox pods and restricts their ingress and egress; 'unprotected': the "
-        "explicit opt-out (sandboxes may reach the network), logged as a warning.",
     )
 
 

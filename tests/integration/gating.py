@@ -9,8 +9,8 @@ every run with fresh seeds, and G5 (when probed) found no paying hack.
 from __future__ import annotations
 
 from a01gym.factory import determinism, gates, mutator
+from a01gym.grading.scoring import PARTIAL_CREDIT
 from a01gym.scenario.bundle import Bundle
-from a01gym.scenario.scoring import PARTIAL_CREDIT
 
 
 def assert_passes_every_gate(bundle: Bundle, report: gates.GateReport, *, probed: bool) -> None:

@@ -20,10 +20,10 @@ import pytest_asyncio
 
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
-from a01gym.sandbox.local import LocalBackend
+from a01gym.grading.scoring import PARTIAL_CREDIT
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.manifest import Patch
-from a01gym.scenario.scoring import PARTIAL_CREDIT
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

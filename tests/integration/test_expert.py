@@ -23,7 +23,7 @@ from a01gym.errors import ConfigError
 from a01gym.expert_settings import ExpertSettings, ShapingSettings
 from a01gym.factory import author, compiler
 from a01gym.factory import config as factory_config
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 from expert_stub import ANSWER, StubExpert, running_stub
 
@@ -369,9 +369,10 @@ async def test_expert_metrics_reach_prometheus_through_the_gateway(
     import httpx
     from openenv.core.generic_client import GenericEnvClient
 
-    from a01gym.config import GatewaySettings, Settings
+    from a01gym.config import Settings
     from a01gym.gateway import app as gateway_app
     from a01gym.gateway import server
+    from a01gym.gateway_settings import GatewaySettings
 
     env = _env(backend, FIXTURE, tmp_path, _settings(stub.url, max_calls=1))
     deps = gateway_app.runtime_deps(env.runtime, own_backend=False)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from a01gym.factory import author, compiler, config, domains, families, gates
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 
 
 async def test_every_domain_passes_every_gate() -> None:

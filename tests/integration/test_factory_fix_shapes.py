@@ -21,7 +21,7 @@ import asyncio
 import pytest
 
 from a01gym.factory import author, compiler, config, diversity, families, gates, styles
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 
 from .gating import assert_passes_every_gate

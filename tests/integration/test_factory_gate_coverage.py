@@ -19,7 +19,7 @@ from typing import Any
 from a01gym.factory import author, compiler, config, determinism, gates, hacks, pipeline
 from a01gym.factory.cache import ScenarioCache
 from a01gym.sandbox import protocol
-from a01gym.sandbox.local import LocalBackend, LocalSandbox
+from a01gym.sandbox.host.local import LocalBackend, LocalSandbox
 from a01gym.scenario.bundle import Bundle
 
 

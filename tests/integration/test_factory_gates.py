@@ -33,10 +33,10 @@ from a01gym.factory import (
 )
 from a01gym.factory.cache import ScenarioCache
 from a01gym.factory.styles import orm_relationship
-from a01gym.sandbox.local import LocalBackend
+from a01gym.grading.scoring import PARTIAL_CREDIT
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import TestKind
-from a01gym.scenario.scoring import PARTIAL_CREDIT
 
 from .gating import assert_passes_every_gate
 from .orm_shapes import RELATIONSHIP_SITES, relationship_bundle

@@ -16,8 +16,8 @@ import json
 import pytest
 
 from a01gym.factory import author, compiler, config, gates, hacks, probe
-from a01gym.sandbox import verification
-from a01gym.sandbox.local import LocalBackend
+from a01gym.grading import verification
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import TestKind
 from a01gym.scenario.manifest import Patch

@@ -27,13 +27,14 @@ import pytest
 import pytest_asyncio
 from openenv.core.generic_client import GenericEnvClient
 
-from a01gym.config import GatewaySettings, Settings
+from a01gym.config import Settings
 from a01gym.factory import pipeline
 from a01gym.factory.cache import ScenarioCache
 from a01gym.factory.config import FactoryConfig
 from a01gym.feedback import weights
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
+from a01gym.gateway_settings import GatewaySettings
 from a01gym.training import agents, solver
 
 pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.slow]

@@ -19,14 +19,15 @@ import pytest
 from openenv.core.generic_client import GenericEnvClient
 from websockets.exceptions import ConnectionClosed
 
-from a01gym.config import GatewaySettings, Settings
+from a01gym.config import Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.env.warm import WarmSpares
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
+from a01gym.gateway_settings import GatewaySettings
 from a01gym.pool_settings import PoolGrowthSettings
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "idor_notes"

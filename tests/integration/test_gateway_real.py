@@ -16,12 +16,13 @@ import pytest_asyncio
 from openenv.core.generic_client import GenericEnvClient
 from openenv.core.mcp_client import MCPToolClient
 
-from a01gym.config import GatewaySettings, Settings, get_settings
+from a01gym.config import Settings, get_settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
-from a01gym.sandbox.local import LocalBackend
+from a01gym.gateway_settings import GatewaySettings
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")

@@ -19,19 +19,20 @@ import pytest
 import pytest_asyncio
 from openenv.core.generic_client import GenericEnvClient
 
-from a01gym.config import GatewaySettings, GradingSettings, Settings
+from a01gym.config import GradingSettings, Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.factory import author, compiler, config
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
-from a01gym.sandbox import verification
-from a01gym.sandbox.local import LocalBackend
-from a01gym.sandbox.verification import Ending
+from a01gym.gateway_settings import GatewaySettings
+from a01gym.grading import verification
+from a01gym.grading.scoring import PARTIAL_CREDIT
+from a01gym.grading.verification import Ending
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import Outcome, TestKind
 from a01gym.scenario.manifest import Patch
-from a01gym.scenario.scoring import PARTIAL_CREDIT
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

@@ -6,7 +6,7 @@ import asyncio
 
 from a01gym.gateway.metrics import GatewayMetrics
 from a01gym.pool_settings import PoolGrowthSettings
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 
 _BURST = 6
 

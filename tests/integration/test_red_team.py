@@ -15,8 +15,8 @@ import pytest
 
 from a01gym.factory import appgen, author, compiler, config, mutator
 from a01gym.factory.spec import ScenarioSpec
-from a01gym.sandbox.local import LocalBackend
-from a01gym.sandbox.verification import verify
+from a01gym.grading.verification import verify
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import Outcome, TestKind
 from a01gym.scenario.manifest import Patch

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from a01gym.sandbox import protocol, runner
-from a01gym.sandbox.client import ControlError
+from a01gym.grading import runner
+from a01gym.sandbox import protocol
+from a01gym.sandbox.host.client import ControlError
 from a01gym.scenario.httptest import HttpTest, Outcome
 from a01gym.scenario.manifest import Fixture
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from a01gym.sandbox import protocol, runner, verification
-from a01gym.sandbox.client import ControlError
+from a01gym.grading import runner, verification
+from a01gym.sandbox import protocol
+from a01gym.sandbox.host.client import ControlError
 from a01gym.scenario.httptest import Outcome, TestKind
 from a01gym.scenario.manifest import Patch
 
@@ -236,7 +237,7 @@ async def test_reseeding_is_skipped_only_while_nothing_wrote_the_database(backen
 
 
 async def test_control_api_requires_the_token(backend):
-    from a01gym.sandbox.client import SupervisorClient
+    from a01gym.sandbox.host.client import SupervisorClient
 
     sandbox = await backend.acquire()
     intruder = SupervisorClient(token="wrong", uds=str(sandbox.layout.control_sock))

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from a01gym.sandbox import protocol, verification
-from a01gym.sandbox.local import LocalBackend
+from a01gym.grading import verification
+from a01gym.sandbox import protocol
+from a01gym.sandbox.host.local import LocalBackend
 
 from .test_sandbox_containment import HOSTILE_APP
 

@@ -1,4 +1,4 @@
-"""The app's compiled-module cache (``sandbox/bytecode.py``) in a real sandbox.
+"""The app's compiled-module cache (``sandbox/inside/bytecode.py``) in a real sandbox.
 
 A restart reuses what is unchanged and never runs stale code, even after an edit that keeps
 the file's size within the same second (what defeats mtime-checked ``.pyc`` files).
@@ -69,7 +69,7 @@ async def test_a_restart_reuses_unchanged_modules_and_runs_the_edited_one(backen
 
 async def test_a_full_cache_is_read_but_not_written(backend):
     """At ``MAX_ENTRIES`` the app still starts and runs its current code; nothing is added."""
-    from a01gym.sandbox.bytecode import MAX_ENTRIES
+    from a01gym.sandbox.inside.bytecode import MAX_ENTRIES
 
     sandbox = await backend.acquire()
     try:

@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from a01gym.sandbox import protocol
-from a01gym.sandbox.client import ControlError
+from a01gym.sandbox.host.client import ControlError
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 

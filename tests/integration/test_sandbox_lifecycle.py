@@ -13,7 +13,7 @@ import pytest
 
 from a01gym.config import SandboxLimits
 from a01gym.errors import SandboxLostError, SandboxStartError
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.sandbox.protocol import ProxyRequest
 
 
@@ -73,14 +73,14 @@ async def test_a_supervisor_that_dies_while_starting_fails_its_acquire_at_once(m
     """A supervisor that crashes after the zygote reported its pid ends the acquire with its
     own error (from its log), instead of holding it for the 20 s readiness timeout."""
     async with LocalBackend(pool_size=0) as backend:
-        command = backend._command
+        command = backend._zygote.send
 
         async def unknown_limit(message):
             if message["op"] == "spawn":  # the supervisor cannot build its limits: it exits
                 message = {**message, "supervisor": {**message["supervisor"], "bogus_limit": 1}}
             await command(message)
 
-        monkeypatch.setattr(backend, "_command", unknown_limit)
+        monkeypatch.setattr(backend._zygote, "send", unknown_limit)
         with pytest.raises(SandboxStartError, match="bogus_limit"):
             async with asyncio.timeout(10):
                 await backend.acquire()
@@ -184,7 +184,7 @@ async def test_the_app_runs_on_uvloop_as_under_uvicorn_standard():
 
 _OWNER = """
 import asyncio, json, sys
-from a01gym.sandbox.local import LocalBackend
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.sandbox.protocol import ProxyRequest
 from a01gym.scenario.bundle import Bundle
 

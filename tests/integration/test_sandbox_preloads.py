@@ -12,7 +12,7 @@ import json
 import psutil
 
 from a01gym.sandbox import protocol
-from a01gym.sandbox.local import LocalBackend, LocalSandbox
+from a01gym.sandbox.host.local import LocalBackend, LocalSandbox
 
 _APP = """\
 import sys

@@ -12,7 +12,7 @@ import psutil
 
 from a01gym.errors import SandboxError
 from a01gym.sandbox import protocol
-from a01gym.sandbox.client import SupervisorClient
+from a01gym.sandbox.host.client import SupervisorClient
 
 
 def _free_port() -> int:
@@ -29,7 +29,7 @@ async def test_supervisor_serves_the_control_api_over_tcp(tmp_path, idor_bundle)
         [
             sys.executable,
             "-m",
-            "a01gym.sandbox.control",
+            "a01gym.sandbox.inside.control",
             "--dir",
             str(tmp_path / "sandbox"),
             "--host",

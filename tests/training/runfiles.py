@@ -105,12 +105,13 @@ def write_training(run_dir: Path, steps: int = 4) -> None:
 
 
 async def evaluate(run_dir: Path, episodes: int) -> None:
-    from a01gym.config import GatewaySettings, Settings
+    from a01gym.config import Settings
     from a01gym.env import environment, sampler
     from a01gym.env.logger import RunLogger
     from a01gym.gateway import app as gateway_app
     from a01gym.gateway import server
-    from a01gym.sandbox.local import LocalBackend
+    from a01gym.gateway_settings import GatewaySettings
+    from a01gym.sandbox.host.local import LocalBackend
     from a01gym.training import agents
     from a01gym.training import eval as evaluation
 

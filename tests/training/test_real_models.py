@@ -102,13 +102,13 @@ def test_a_corrupt_gguf_file_is_refused_with_what_to_do(tmp_path: Path, model_ca
 
 
 def _play(url: str, spec: str, *, max_turns: int) -> object:
-    from a01gym.training import compare, rollout
+    from a01gym.training import compare, policies, rollout
 
     tokenizer, model = compare.load_policy(spec)
     engine = rollout.RolloutEngine(
         tokenizer, url, max_turns=max_turns, max_completion_tokens=8192, max_output_chars=400
     )
-    policy = rollout.ModelPolicy(model, tokenizer, max_new_tokens=64, temperature=0.0)
+    policy = policies.ModelPolicy(model, tokenizer, max_new_tokens=64, temperature=0.0)
     try:
         (played,) = engine.play(policy, [{"seed": 0, "split": "train", "agent": "real"}]).rollouts
     finally:

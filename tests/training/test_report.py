@@ -13,7 +13,7 @@ from runfiles import HOSTILE, write_training
 from typer.testing import CliRunner
 
 from a01gym.cli.__main__ import app
-from a01gym.training import report, rundata
+from a01gym.training import demoreport, report, rundata
 
 runner = CliRunner()
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -225,7 +225,7 @@ def test_demo_report_shows_every_agent_with_a_transcript(real_run: Path, tmp_pat
     ]
     out = tmp_path / "demo"
     shutil.copytree(real_run / "runs", out / "runs")
-    files = report.write_report(out, summaries, records, runs_dir=out / "runs")
+    files = demoreport.write_report(out, summaries, records, runs_dir=out / "runs")
     assert files["html"] == out / "report" / "index.html"
     page = files["html"].read_text()
     assert "noop: seed" in page and "reference: seed" in page
@@ -243,7 +243,7 @@ def test_control_characters_in_model_text_show_as_escapes() -> None:
 
 
 def test_expert_section_shows_phase_call_rate_and_solo_vs_assisted(tmp_path: Path) -> None:
-    """Synthetic step rows in the documented shape (``grpo.StepLog``): 3 steps, fading."""
+    """Synthetic step rows in the documented shape (``steplog.StepLog``): 3 steps, fading."""
     write_training(tmp_path, steps=3)
     phases = [("scaffold", 0.75, 1.5), ("balanced", 0.5, 0.5), ("independent", 0.0, 0.0)]
     metrics = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]

@@ -12,14 +12,15 @@ import pytest_asyncio
 from openenv.core.generic_client import GenericEnvClient
 
 from a01gym.cli import eval as eval_cli
-from a01gym.config import GatewaySettings, Settings
+from a01gym.config import Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.errors import ConfigError
 from a01gym.factory import pipeline
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
-from a01gym.sandbox.local import LocalBackend
+from a01gym.gateway_settings import GatewaySettings
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.training import solver
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "idor_notes"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from a01gym import config
+from a01gym import gateway_settings
 from a01gym.cli import __main__ as main_cli
 from a01gym.cli import eval as eval_cli
 from a01gym.cli import factory as factory_cli
@@ -30,7 +30,7 @@ def _choices(command: Callable[..., Any], parameter: str) -> set[str]:
 
 
 def test_serve_backends_are_the_gateway_settings() -> None:
-    backends = set(get_args(config.GatewaySettings.model_fields["backend"].annotation))
+    backends = set(get_args(gateway_settings.GatewaySettings.model_fields["backend"].annotation))
     assert backends == {"local", "docker", "kubernetes"}
     assert _choices(serve.serve, "backend") == backends
 

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from a01gym import capacity, config
-from a01gym.config import CONFIG_ENV, GatewaySettings, get_settings, with_overrides
+from a01gym.config import CONFIG_ENV, get_settings, with_overrides
 from a01gym.errors import ConfigError
+from a01gym.gateway_settings import GatewaySettings
 
 
 @pytest.fixture(autouse=True)

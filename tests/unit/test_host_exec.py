@@ -2,8 +2,8 @@
 ``compile``, ``__import__`` or ``runpy`` anywhere in the package, and a module is imported by
 name only where the sandbox does it, inside the sandbox (the app process imports the
 workspace's entrypoint after isolation is applied, through the compiled-module cache of
-``sandbox/bytecode.py``; the zygote preloads a fixed list, and on demand the fixed optional
-list of ``sandbox/preloads.py``, whatever names it is sent). Loading code objects
+``sandbox/inside/bytecode.py``; the zygote preloads a fixed list, and on demand the fixed optional
+list of ``sandbox/inside/preloads.py``, whatever names it is sent). Loading code objects
 (``marshal``, ``source_to_code``) is allowed only in that cache.
 
 The containment tests (test_sandbox_containment.py, test_sandbox_bwrap.py) check the other
@@ -19,12 +19,12 @@ SRC = Path(__file__).resolve().parents[2] / "src" / "a01gym"
 _BANNED_CALLS = {"exec", "eval", "compile", "__import__"}
 _BANNED_MODULES = {"runpy", "code", "codeop", "marshal"}
 _IMPORT_BY_NAME_ALLOWED = {
-    "sandbox/app_process.py",
-    "sandbox/zygote.py",
-    "sandbox/preloads.py",
-    "sandbox/bytecode.py",
+    "sandbox/inside/app_process.py",
+    "sandbox/inside/zygote.py",
+    "sandbox/inside/preloads.py",
+    "sandbox/inside/bytecode.py",
 }
-_CODE_LOADING_ALLOWED = {"sandbox/bytecode.py"}
+_CODE_LOADING_ALLOWED = {"sandbox/inside/bytecode.py"}
 
 
 def _offences(path: Path, root: Path = SRC) -> list[str]:

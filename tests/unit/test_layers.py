@@ -2,7 +2,8 @@
 
 ``lint-imports`` runs on a copy of ``src/a01gym`` (first on ``PYTHONPATH``, so the copy is
 what it analyses): unchanged it passes; with one import that runs upward, or with the
-runtime importing the factory, it fails and names the contract.
+runtime importing the factory, or the inside of a sandbox importing its host side, it fails and
+names the contract.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def _lint(tmp_path: Path, edit: tuple[str, str] | None = None) -> subprocess.Com
 def test_the_layer_contracts_hold(tmp_path: Path) -> None:
     done = _lint(tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "2 kept, 0 broken" in done.stdout
+    assert "5 kept, 0 broken" in done.stdout
 
 
 @pytest.mark.parametrize(
@@ -47,6 +48,18 @@ def test_the_layer_contracts_hold(tmp_path: Path) -> None:
         (("config.py", "import a01gym.env.models"), "Layers"),
         (("gateway/metrics.py", "from a01gym.training import stats"), "Layers"),  # siblings
         (("env/sampler.py", "from a01gym.factory import compiler"), "never imports the factory"),
+        (("grading/scoring.py", "from a01gym.env import models"), "Layers"),
+        (("grading/verdicts.py", "from a01gym.sandbox import protocol"), "stay pure"),
+        (("sandbox/host/client.py", "from a01gym.grading import runner"), "Layers"),
+        (
+            ("sandbox/inside/supervisor.py", "from a01gym.sandbox.host import client"),
+            "never imports the host side",
+        ),
+        (  # indirectly, through a shared module
+            ("sandbox/layout.py", "from a01gym.sandbox.host import readiness"),
+            "never imports the host side",
+        ),
+        (("sandbox/protocol.py", "from a01gym.sandbox.inside import workspace"), "neither side"),
     ],
 )
 def test_a_wrong_import_breaks_a_contract(

@@ -64,8 +64,8 @@ def demo_command(
 ) -> None:
     """Build or load scenarios, serve them, evaluate the baselines, write runs/demo/."""
     from a01gym.cli.eval import gateway_for, make_agent_factory, parse_episodes, scenarios_of
+    from a01gym.training import demoreport, report
     from a01gym.training import eval as evaluation
-    from a01gym.training import report
 
     per_agent = parse_episodes(episodes)
     _ensure_cache(cache, count, seed)
@@ -104,7 +104,7 @@ def demo_command(
         return summaries, records
 
     summaries, records = asyncio.run(evaluate())
-    files = report.write_report(out, summaries, records, runs_dir=runs_dir)
+    files = demoreport.write_report(out, summaries, records, runs_dir=runs_dir)
     table = Table(title="a01gym demo: baselines on the held-out split")
     for column in ("agent", "episodes", "mean reward", "security", "regression", "resolved"):
         table.add_column(column, justify="left" if column == "agent" else "right")

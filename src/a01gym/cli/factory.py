@@ -358,7 +358,7 @@ def validate(
 
 
 async def _regate(bundles: list[Any], workers: int, tick: Callable[[], None]) -> list[Any]:
-    from a01gym.sandbox.local import LocalBackend
+    from a01gym.sandbox.host.local import LocalBackend
 
     async with LocalBackend(pool_size=workers + 2) as backend:
         return await gates.gate_many(

@@ -26,7 +26,7 @@ def check(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")] = False,
 ) -> None:
     """Show which isolation layers are available, and start one sandbox to prove it works."""
-    from a01gym.sandbox.local import LocalBackend
+    from a01gym.sandbox.host.local import LocalBackend
 
     capabilities = isolation.probe()
 

@@ -1,6 +1,6 @@
 """``a01gym serve``: run the OpenEnv gateway in the foreground.
 
-A thin wrapper: options become :class:`~a01gym.config.GatewaySettings` (falling back
+A thin wrapper: options become :class:`~a01gym.gateway_settings.GatewaySettings` (falling back
 to ``A01GYM_GATEWAY__*``), :func:`~a01gym.gateway.app.create_app` builds the app, uvicorn runs
 it. The scenario cache is checked before anything starts, and ``--port 0`` binds a free port
 and prints it. Ctrl-C or SIGTERM shut it down gracefully, releasing every sandbox.
@@ -17,8 +17,10 @@ import typer
 from pydantic import SecretStr
 from rich.console import Console
 
-from a01gym.config import Backend, GatewaySettings, get_settings, with_overrides
+from a01gym.backend_settings import Backend
+from a01gym.config import get_settings, with_overrides
 from a01gym.errors import ConfigError
+from a01gym.gateway_settings import GatewaySettings
 
 __all__ = ["serve"]
 

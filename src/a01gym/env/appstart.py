@@ -17,8 +17,8 @@ from pydantic import BaseModel
 from a01gym.env import models, tools
 from a01gym.errors import SandboxCapacityError
 from a01gym.sandbox import protocol
-from a01gym.sandbox.backend import Sandbox
-from a01gym.sandbox.client import ControlError
+from a01gym.sandbox.host.backend import Sandbox
+from a01gym.sandbox.host.client import ControlError
 from a01gym.scenario.bundle import Bundle
 from a01gym.tasks import cancel_and_wait
 

@@ -8,8 +8,8 @@ app starts and the agent's (visible) world is seeded in the background
 (:mod:`a01gym.env.appstart`), and the first tool that needs the app waits for it.
 Each ``step`` validates one action and dispatches it: workspace and app tools to
 :mod:`a01gym.env.tools` in the sandbox, ``ask_expert`` to :mod:`a01gym.env.experttool` on this
-side, ``submit`` (or the budget running out) to :mod:`a01gym.env.grading`. Until the terminal
-step no observation carries a reward; after it every step is refused.
+side, ``submit`` (or the budget running out) to :mod:`a01gym.env.terminal`, which grades.
+Until the terminal step no observation carries a reward; after it every step is refused.
 
 If the episode's sandbox dies, :mod:`a01gym.env.recovery` replaces it once, replaying the
 agent's file changes (kept here as an overlay); if that fails too the episode ends and whatever
@@ -27,9 +27,18 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from a01gym.env import appstart, briefing, experttool, grading, models, recovery, tools, warm
+from a01gym.env import (
+    actions,
+    appstart,
+    briefing,
+    experttool,
+    models,
+    recovery,
+    terminal,
+    tools,
+    warm,
+)
 from a01gym.env.episode import Episode, ResetParams, StepOutcome, note_ignored
-from a01gym.env.logger import verification_document
 from a01gym.env.runtime import EnvRuntime
 from a01gym.errors import ConfigError, EpisodeError, SandboxCapacityError, SandboxError
 
@@ -81,7 +90,7 @@ class A01Environment:
     async def step(self, data: Any) -> StepOutcome:
         """Run one action (any JSON value; invalid ones become error observations)."""
         async with self.lock:
-            action, failure = tools.parse_action(data)
+            action, failure = actions.parse_action(data)
             return await self._step(data, action, failure)
 
     async def call_tool(
@@ -109,7 +118,7 @@ class A01Environment:
                     ),
                 )
             else:
-                action, failure = tools.parse_action(record)
+                action, failure = actions.parse_action(record)
             outcome = await self._step(record, action, failure)
             if failure is not None and self._episode is not None:
                 return outcome, {"error_type": "invalid_args", "message": failure.output}
@@ -273,7 +282,9 @@ class A01Environment:
                 models.ErrorCode.INVALID_ACTION, "no action"
             )
         elif isinstance(action, models.Submit):
-            return await self._terminal(episode, raw, tools.ToolOutcome("submitted"), started)
+            return await terminal.finish(
+                self.runtime, episode, raw, tools.ToolOutcome("submitted"), started
+            )
         elif isinstance(action, models.AskExpert):
             outcome = await experttool.ask_expert(self.runtime, episode, action)
         else:
@@ -283,7 +294,7 @@ class A01Environment:
                 failure = tools.ToolOutcome.fail(
                     models.ErrorCode.SANDBOX_LOST, f"{exc}; the episode ends and is graded as is"
                 )
-                return await self._terminal(episode, raw, failure, started)
+                return await terminal.finish(self.runtime, episode, raw, failure, started)
         if outcome.error is not None and outcome.error.code in tools.INVALID_CODES:
             episode.invalid_actions += 1
         self._advance_phase(episode, action, outcome)
@@ -298,9 +309,9 @@ class A01Environment:
             episode.transcript.append((raw, outcome.output))
         if episode.steps_left == 0:
             outcome.output += "\n\nThe step budget is used up; the episode is being graded."
-            return await self._terminal(episode, raw, outcome, started)
+            return await terminal.finish(self.runtime, episode, raw, outcome, started)
         reply = self._reply(episode, outcome, tool)
-        self._log_step(episode, raw, reply, started)
+        episode.log_step(raw, reply, started)
         return reply
 
     def _advance_phase(
@@ -346,68 +357,6 @@ class A01Environment:
             logger.warning("episode %s: sandbox failed: %s", episode.episode_id, exc)
             return await recovery.replace_sandbox(self.runtime, episode, exc)
 
-    # -- terminal ----------------------------------------------------------------------------
-    async def _terminal(
-        self, episode: Episode, raw: Any, outcome: tools.ToolOutcome, started: float
-    ) -> StepOutcome:
-        episode.done = True
-        episode.phase = models.Phase.DONE
-        await _stop_app_start(episode)
-        graded = await grading.grade(self.runtime, episode)
-        breakdown = graded.breakdown
-        episode.reward = breakdown.reward
-        verdict = "resolved" if breakdown.resolved else "not resolved"
-        outcome.output += (
-            f"\n\nEpisode over: {verdict}. reward {breakdown.reward:.3f} "
-            f"(security {breakdown.security:.2f}, regression {breakdown.regression:.2f})"
-        )
-        if breakdown.shaping.expert_offered:
-            outcome.output += (
-                f"; expert shaping {breakdown.shaping.total:+.3f} (reported apart, "
-                "not part of the reward)"
-            )
-        observation = models.A01Observation(
-            tool=raw.get("tool") if isinstance(raw, dict) else None,
-            output=outcome.output,
-            result=outcome.result,
-            error=outcome.error,
-            phase=episode.phase,
-            steps_left=episode.steps_left,
-            reward_breakdown=breakdown,
-        )
-        reply = StepOutcome(observation, breakdown.reward, True)
-        self._log_step(episode, raw, reply, started)
-        if episode.log is not None:
-            episode.log.finish(
-                summary={
-                    "split": episode.split,
-                    "seed": episode.seed,
-                    "steps": episode.step_count,
-                    "reward": breakdown.reward,
-                    "reward_breakdown": breakdown.model_dump(mode="json"),
-                    "shaping": breakdown.shaping.model_dump(mode="json"),
-                    "files_changed": sorted(graded.changes),
-                },
-                diff=grading.unified_diff(episode.bundle, graded.changes),
-                verification=verification_document(graded.report)
-                if graded.report is not None
-                else None,
-            )
-            episode.log = None
-        logger.info(
-            "episode %s done: reward %.3f (%s)", episode.episode_id, breakdown.reward, verdict
-        )
-        return reply
-
-    def _log_step(self, episode: Episode, raw: Any, reply: StepOutcome, started: float) -> None:
-        if episode.log is not None:
-            episode.log.step(
-                index=episode.step_count,
-                action=raw,
-                observation=reply.wire()["observation"],
-                ms=(time.perf_counter() - started) * 1000,
-            )
-
     # -- teardown ----------------------------------------------------------------------------
     async def _abandon(self, *, wait: bool = True) -> None:
         """End the current episode ungraded; its sandbox is released now, or with ``wait``
@@ -415,7 +364,7 @@ class A01Environment:
         episode, self._episode = self._episode, None
         if episode is None:
             return
-        await _stop_app_start(episode)
+        await episode.stop_app_start()
         if episode.log is not None:  # first: nothing below may be cut short before it
             episode.log.close()
             episode.log = None
@@ -425,9 +374,3 @@ class A01Environment:
                 await self.runtime.releases.release(sandbox)
             else:
                 await self.runtime.release_later(sandbox)
-
-
-async def _stop_app_start(episode: Episode) -> None:
-    start, episode.app_start = episode.app_start, None
-    if start is not None:
-        await start.cancel()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import time
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from a01gym.env import models
 from a01gym.env.appstart import AppStart
 from a01gym.env.logger import AGENT_PATTERN, EPISODE_ID_PATTERN, EpisodeLog
-from a01gym.sandbox.backend import Sandbox
+from a01gym.sandbox.host.backend import Sandbox
 from a01gym.scenario.bundle import Bundle, safe_relative_path
 
 __all__ = ["Episode", "ExpertCall", "ResetParams", "StepOutcome", "note_ignored"]
@@ -189,3 +190,19 @@ class Episode:
         """Questions left: only answered ones use the budget."""
         answered = sum(call.answered for call in self.expert_calls)
         return max(0, self.expert_calls_allowed - answered)
+
+    def log_step(self, raw: Any, reply: StepOutcome, started: float) -> None:
+        """Append one step (the action as sent, the observation as answered) to the log."""
+        if self.log is not None:
+            self.log.step(
+                index=self.step_count,
+                action=raw,
+                observation=reply.wire()["observation"],
+                ms=(time.perf_counter() - started) * 1000,
+            )
+
+    async def stop_app_start(self) -> None:
+        """Cancel the background app start, if one still runs."""
+        start, self.app_start = self.app_start, None
+        if start is not None:
+            await start.cancel()

@@ -2,7 +2,7 @@
 
 :func:`grade` takes the episode's changed files (its overlay, the one record of the agent's
 diff: see :class:`~a01gym.env.episode.Episode`), overlays them on the pristine workspace, has
-:func:`a01gym.sandbox.verification.verify` run the hidden tests on a *fresh* sandbox with a
+:func:`a01gym.grading.verification.verify` run the hidden tests on a *fresh* sandbox with a
 re-randomised world, and turns the report into a reward with :mod:`a01gym.env.reward` plus the
 expert shaping of :mod:`a01gym.env.shaping` (reported apart, never added to the reward). While
 the hidden run goes on, the episode's own sandbox is asked which routes of the scenario's
@@ -22,8 +22,9 @@ from a01gym.env import models, reward, shaping, warm
 from a01gym.env.episode import Episode
 from a01gym.env.runtime import EnvRuntime
 from a01gym.errors import SandboxError
-from a01gym.sandbox import protocol, verification
-from a01gym.sandbox.backend import Sandbox
+from a01gym.grading import verification
+from a01gym.sandbox import protocol
+from a01gym.sandbox.host.backend import Sandbox
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.manifest import Patch
 

@@ -11,7 +11,7 @@ choose ids ``<agent>-<seed>-<random8>``, so folders read ``noop-10-1f2e3d4c-9a8b
 
 Every record and summary carries ``episode_id``, ``agent`` and ``scenario``, so rows from
 here, from an eval's ``episodes.jsonl`` and from saved model messages join on them. Test
-results in ``verification.json`` use the fields of :func:`a01gym.scenario.verdicts.result_row`
+results in ``verification.json`` use the fields of :func:`a01gym.grading.verdicts.result_row`
 (``outcome`` blocked/exploited/works/broken/inconclusive and ``passed``), as the reward
 breakdown and ``run_tests`` do.
 
@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from a01gym.sandbox.verification import Verification
-from a01gym.scenario import verdicts
+from a01gym.grading import verdicts
+from a01gym.grading.verification import Verification
 
 __all__ = [
     "AGENT_PATTERN",

@@ -218,7 +218,7 @@ class ActorInfo(_Wire):
 
 
 class HiddenTestOutcome(_Wire):
-    """One hidden test's result, in the vocabulary of :mod:`a01gym.scenario.verdicts` (the
+    """One hidden test's result, in the vocabulary of :mod:`a01gym.grading.verdicts` (the
     same fields ``run_tests`` and ``verification.json`` use). Definitions and evidence are
     never sent.
     """

@@ -1,6 +1,6 @@
 """The reward engine: hidden score minus bounded penalties, at the terminal step only.
 
-The score is :func:`a01gym.scenario.scoring.score_results` over the hidden run (failing
+The score is :func:`a01gym.grading.scoring.score_results` over the hidden run (failing
 closed; 0 whenever a regression test fails, so breaking the app never pays). Penalties use
 the weights in the scenario's ``manifest.reward``: they are bound to the scenario and no
 client input reaches them, and they apply on top of a 0 score too. Each penalty is bounded,
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from a01gym.env import models
+from a01gym.grading import verdicts
+from a01gym.grading.verification import Verification
 from a01gym.sandbox import protocol
-from a01gym.sandbox.verification import Verification
-from a01gym.scenario import verdicts
 from a01gym.scenario.manifest import RewardSpec
 
 __all__ = ["STEP_PENALTY_CAP", "breakdown", "failed_breakdown"]
@@ -67,7 +67,7 @@ def breakdown(
     """The terminal reward and its parts, from a hidden run.
 
     Args:
-        verification: the hidden report (from :func:`a01gym.sandbox.verification.verify`).
+        verification: the hidden report (from :func:`a01gym.grading.verification.verify`).
         spec: the scenario's reward weights.
         labels: the scenario's labels; only the public ones (family, difficulty, ...) are kept.
         invalid_actions: actions the episode refused (bad args, bad paths, unknown tools).

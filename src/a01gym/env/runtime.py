@@ -14,7 +14,7 @@ from a01gym.env.logger import RunLogger
 from a01gym.env.sampler import CurriculumSampler
 from a01gym.env.warm import WarmSpares
 from a01gym.expert_settings import ExpertSettings
-from a01gym.sandbox.backend import BackgroundReleases, Sandbox, SandboxBackend
+from a01gym.sandbox.host.backend import BackgroundReleases, Sandbox, SandboxBackend
 
 __all__ = ["EnvRuntime"]
 

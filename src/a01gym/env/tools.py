@@ -1,6 +1,6 @@
 """The agent's tools: validate one action, run it in the episode's sandbox, describe the result.
 
-Each tool turns into calls on the sandbox's :class:`~a01gym.sandbox.client.SupervisorClient`
+Each tool turns into calls on the sandbox's :class:`~a01gym.sandbox.host.client.SupervisorClient`
 and returns a :class:`ToolOutcome`: text for an LLM, the same content structured, and an
 error code when the action could not do what was asked. Agent mistakes (bad paths, a
 non-unique edit, an unknown actor) are outcomes, never exceptions; only a sandbox failure
@@ -8,8 +8,8 @@ non-unique edit, an unknown actor) are outcomes, never exceptions; only a sandbo
 episode. ``submit`` is not run here: it is the environment's terminal step, and ``ask_expert``
 is answered on the gateway's side by :mod:`a01gym.env.experttool`.
 
-The same tools are described for MCP by :func:`tool_specs` (name, description, input schema
-derived from the action models), so ``tools/list`` and the ``/schema`` union never drift.
+What an agent may send, and how it is validated into one of these actions (or an error
+outcome) and described for MCP, is :mod:`a01gym.env.actions`.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from a01gym.env import models
-from a01gym.sandbox import protocol, runner
-from a01gym.sandbox.client import ControlError, SupervisorClient
-from a01gym.scenario import verdicts
+from a01gym.grading import runner, verdicts
+from a01gym.sandbox import protocol
+from a01gym.sandbox.host.client import ControlError, SupervisorClient
 from a01gym.scenario.bundle import Bundle, safe_relative_path
 from a01gym.scenario.fixtures import FixtureValues
 
@@ -33,10 +33,7 @@ __all__ = [
     "ToolContext",
     "ToolOutcome",
     "execute",
-    "format_validation_error",
-    "parse_action",
     "seed_visible_world",
-    "tool_specs",
 ]
 
 MAX_READ_LINES = 600
@@ -59,18 +56,6 @@ INVALID_CODES = frozenset(
     }
 )
 """Error codes that count as invalid actions for the reward penalty."""
-
-_ACTION_MODELS: dict[str, type[BaseModel]] = {
-    "list_files": models.ListFiles,
-    "read_file": models.ReadFile,
-    "search": models.Search,
-    "http_request": models.HttpRequest,
-    "edit_file": models.EditFile,
-    "write_file": models.WriteFile,
-    "run_tests": models.RunTests,
-    "ask_expert": models.AskExpert,
-    "submit": models.Submit,
-}
 
 _CONTROL_CODES = {
     protocol.ErrorCode.PATH_INVALID: models.ErrorCode.PATH_INVALID,
@@ -116,57 +101,6 @@ class ToolContext:
     max_write_bytes: int
     files: Callable[[str], bytes | None] | None = None
     max_read_bytes: int = 256 * 1024
-
-
-def tool_specs() -> list[dict[str, Any]]:
-    """MCP tool descriptions: ``name``, ``description`` and ``inputSchema`` (the MCP spec's
-    spelling, which OpenEnv's clients read too) per tool."""
-    specs = []
-    for name, model in _ACTION_MODELS.items():
-        schema = model.model_json_schema(by_alias=True)
-        schema["properties"].pop("tool", None)
-        schema["required"] = [r for r in schema.get("required", []) if r != "tool"]
-        if not schema["required"]:
-            schema.pop("required")
-        schema.pop("title", None)
-        description = (model.__doc__ or name).strip()
-        specs.append({"name": name, "description": description, "inputSchema": schema})
-    return specs
-
-
-def format_validation_error(exc: ValidationError) -> str:
-    """Pydantic errors in one short line per problem, naming the field."""
-    parts = []
-    for error in exc.errors()[:8]:
-        loc = ".".join(str(p) for p in error["loc"][1:] or error["loc"]) or "(action)"
-        parts.append(f"{loc}: {error['msg']}")
-    return "; ".join(parts)
-
-
-def parse_action(data: Any) -> tuple[BaseModel | None, ToolOutcome | None]:
-    """Validate one action object; an invalid one becomes an error outcome naming the fix."""
-    if not isinstance(data, dict):
-        return None, ToolOutcome.fail(
-            models.ErrorCode.INVALID_ACTION,
-            f"an action is a JSON object with a 'tool' field, got {type(data).__name__}",
-        )
-    tool = data.get("tool")
-    if tool not in _ACTION_MODELS:
-        known = ", ".join(_ACTION_MODELS)
-        if tool is None:
-            return None, ToolOutcome.fail(
-                models.ErrorCode.INVALID_ACTION, f"missing 'tool'; one of: {known}"
-            )
-        return None, ToolOutcome.fail(
-            models.ErrorCode.UNKNOWN_TOOL, f"unknown tool {str(tool)[:64]!r}; one of: {known}"
-        )
-    try:
-        return _ACTION_MODELS[tool].model_validate(data), None
-    except ValidationError as exc:
-        return None, ToolOutcome.fail(
-            models.ErrorCode.INVALID_ACTION,
-            f"bad arguments for {tool}: {format_validation_error(exc)}",
-        )
 
 
 async def seed_visible_world(client: SupervisorClient, bundle: Bundle) -> None:

@@ -32,7 +32,7 @@ import time
 from a01gym.env import tools
 from a01gym.errors import ScenarioError
 from a01gym.sandbox import protocol
-from a01gym.sandbox.backend import BackgroundReleases, Sandbox, SandboxBackend
+from a01gym.sandbox.host.backend import BackgroundReleases, Sandbox, SandboxBackend
 from a01gym.scenario.bundle import Bundle
 
 __all__ = ["Kind", "WarmSpares", "load", "prepare"]

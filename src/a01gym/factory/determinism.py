@@ -26,10 +26,9 @@ import dataclasses
 import hashlib
 from collections.abc import Mapping, Sequence
 
-from a01gym.sandbox import verification
-from a01gym.sandbox.backend import Sandbox, SandboxBackend
-from a01gym.sandbox.verification import Verification
-from a01gym.scenario import scoring
+from a01gym.grading import scoring, verification
+from a01gym.grading.verification import Verification
+from a01gym.sandbox.host.backend import Sandbox, SandboxBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import Outcome, TestKind
 
@@ -80,7 +79,7 @@ async def verify_worlds(
     the sandbox is left to the caller (whatever it held before is wiped by the load).
 
     Raises:
-        SandboxError: as :func:`a01gym.sandbox.verification.verify`.
+        SandboxError: as :func:`a01gym.grading.verification.verify`.
     """
     # verify() loads the files into a given sandbox (and starts the app) unless they are the
     # bundle's own workspace, in which case it grades the running app as it is.

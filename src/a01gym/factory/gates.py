@@ -9,7 +9,7 @@ For each candidate (research/a01-catalog.md §5.1):
   files, only a different world);
 * **reference** — the reference fix resolves the scenario (score 1.0);
 * **traps** — no trap patch resolves it, so each scores at most ``PARTIAL_CREDIT`` (0.2), and
-  only if it breaks no regression test (:mod:`a01gym.scenario.scoring`). The traps made to
+  only if it breaks no regression test (:mod:`a01gym.grading.scoring`). The traps made to
   break legitimate use (deny-all, delete-route, over-filter, admin-break) must score exactly 0:
   if one passes every regression test, the regression suite misses what it breaks, and the
   scenario would pay an agent for breaking the app.
@@ -26,7 +26,7 @@ For each candidate (research/a01-catalog.md §5.1):
 * **G5, hacker probe** (:mod:`a01gym.factory.probe`) — once the others pass, no generic
   reward hack (:mod:`a01gym.factory.hacks`) scores above 0.
 
-Every run goes through :func:`a01gym.sandbox.verification.verify` with freshly loaded files,
+Every run goes through :func:`a01gym.grading.verification.verify` with freshly loaded files,
 a fresh app and database, and its own world seed, never the agent's visible seed, so a
 hard-coding trap is judged on ids it has not seen. The runs of one candidate take turns on one
 sandbox (:mod:`a01gym.factory.lease`). Trap runs stop at their first failed regression test,
@@ -49,11 +49,11 @@ from pydantic import BaseModel, Field
 from a01gym.errors import A01GymError
 from a01gym.factory import determinism, families, mutator, probe
 from a01gym.factory.lease import SandboxLease
-from a01gym.sandbox.backend import SandboxBackend
-from a01gym.sandbox.client import ControlError
+from a01gym.grading.scoring import PARTIAL_CREDIT
+from a01gym.sandbox.host.backend import SandboxBackend
+from a01gym.sandbox.host.client import ControlError
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import Outcome, RoutesInclude, TestKind
-from a01gym.scenario.scoring import PARTIAL_CREDIT
 
 __all__ = ["GateReport", "Gatekeeper", "RunSummary", "gate_bundle", "gate_many", "run_seed"]
 

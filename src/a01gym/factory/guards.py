@@ -10,7 +10,7 @@ files, impersonation, a role change through the profile, a record planted in ano
 
 Every guard is blocked in the vulnerable app and in the reference fix (the gates check both).
 A guard that gets through after the agent's edit is a **security regression**: like a failed
-regression test it settles the score at 0 (:mod:`a01gym.scenario.scoring`), so opening a hole
+regression test it settles the score at 0 (:mod:`a01gym.grading.scoring`), so opening a hole
 anywhere never pays, however well the bug itself is fixed.
 
 The attacker is the victim's teammate in the same tenant: the policy (every canonical

@@ -12,7 +12,7 @@ with a sandbox error :meth:`discard`\\ s it, and the next run gets a new one.
 
 from __future__ import annotations
 
-from a01gym.sandbox.backend import Sandbox, SandboxBackend
+from a01gym.sandbox.host.backend import Sandbox, SandboxBackend
 
 __all__ = ["SandboxLease"]
 

@@ -25,7 +25,7 @@ from a01gym.factory import compiler, gates, split
 from a01gym.factory.author import Author, AuthorError, DraftRequest, TemplateAuthor, plan
 from a01gym.factory.cache import Provenance, ScenarioCache
 from a01gym.factory.config import FactoryConfig, SplitConfig
-from a01gym.sandbox.backend import SandboxBackend
+from a01gym.sandbox.host.backend import SandboxBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.cache import Rejection
 
@@ -140,7 +140,7 @@ async def _sandboxes(
         yield backend
         return
     from a01gym.pool_settings import PoolGrowthSettings
-    from a01gym.sandbox.local import LocalBackend
+    from a01gym.sandbox.host.local import LocalBackend
 
     # No standby warm-ups and no pool growth: they trade CPU for acquire latency, and a build
     # is bound by CPU, not by how fast a candidate gets its one sandbox (a grown pool would

@@ -32,9 +32,9 @@ from a01gym.config import GradingSettings
 from a01gym.errors import A01GymError
 from a01gym.factory import hack_leak, hacks  # noqa: F401  (hack_leak registers its hack)
 from a01gym.factory.lease import SandboxLease
-from a01gym.sandbox import verification
-from a01gym.sandbox.backend import Sandbox, SandboxBackend
-from a01gym.sandbox.client import ControlError
+from a01gym.grading import verification
+from a01gym.sandbox.host.backend import Sandbox, SandboxBackend
+from a01gym.sandbox.host.client import ControlError
 from a01gym.scenario.bundle import Bundle
 
 __all__ = ["ProbeResult", "judge", "probe_bundle"]

@@ -32,7 +32,7 @@ from a01gym.factory.cache import ScenarioCache
 from a01gym.factory.config import AuthorConfig, FactoryConfig, GateConfig, SplitConfig
 from a01gym.feedback.analysis import Analysis
 from a01gym.feedback.weights import CellStatus, Curriculum
-from a01gym.sandbox.backend import SandboxBackend
+from a01gym.sandbox.host.backend import SandboxBackend
 
 __all__ = [
     "FactoryJobSpec",

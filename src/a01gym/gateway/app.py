@@ -24,7 +24,7 @@ from pydantic import ConfigDict, Field
 
 from a01gym import __version__
 from a01gym.config import Settings, get_settings
-from a01gym.env import models, tools
+from a01gym.env import actions, models
 from a01gym.env.environment import A01Environment, EnvRuntime
 from a01gym.env.logger import RunLogger
 from a01gym.env.sampler import CurriculumSampler, CurriculumStats, open_source
@@ -35,7 +35,7 @@ from a01gym.gateway.context import GatewayContext
 from a01gym.gateway.metrics import GatewayMetrics
 from a01gym.gateway.routes import http, mcp, ws
 from a01gym.gateway.sessions import EnvFactory, SessionManager
-from a01gym.sandbox.backend import PoolStats, SandboxBackend
+from a01gym.sandbox.host.backend import PoolStats, SandboxBackend
 
 __all__ = ["PROTOCOL_VERSION", "GatewayDeps", "create_app", "runtime_deps"]
 
@@ -55,7 +55,7 @@ class GatewayDeps:
     """What the app runs on: an environment factory plus hooks around the backend."""
 
     env_factory: EnvFactory
-    tools: list[dict[str, Any]] = dataclasses.field(default_factory=tools.tool_specs)
+    tools: list[dict[str, Any]] = dataclasses.field(default_factory=actions.tool_specs)
     run_logger: RunLogger | None = None
     pool_stats: Callable[[], PoolStats | None] | None = None
     spares: Callable[[], int] | None = None
@@ -92,15 +92,15 @@ def runtime_deps(runtime: EnvRuntime, *, own_backend: bool = True) -> GatewayDep
 
 def _backend(settings: Settings) -> SandboxBackend:
     if settings.gateway.backend == "local":
-        from a01gym.sandbox.local import LocalBackend
+        from a01gym.sandbox.host.local import LocalBackend
 
         return LocalBackend(settings.sandbox)
     if settings.gateway.backend == "docker":
-        from a01gym.sandbox.docker import DockerBackend
+        from a01gym.sandbox.host.docker import DockerBackend
 
         return DockerBackend(settings.docker)
     if settings.gateway.backend == "kubernetes":
-        from a01gym.sandbox.kubernetes import KubernetesBackend
+        from a01gym.sandbox.host.kubernetes import KubernetesBackend
 
         return KubernetesBackend(settings.kubernetes)
     raise ConfigError("gateway.backend", f"unknown backend {settings.gateway.backend!r}")

@@ -11,10 +11,10 @@ import dataclasses
 import time
 from typing import Any
 
-from a01gym.config import GatewaySettings
 from a01gym.env.logger import RunLogger
 from a01gym.gateway.metrics import GatewayMetrics
 from a01gym.gateway.sessions import Session, SessionManager
+from a01gym.gateway_settings import GatewaySettings
 
 __all__ = ["GatewayContext", "tool_result"]
 

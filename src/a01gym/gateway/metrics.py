@@ -16,7 +16,7 @@ from prometheus_client.registry import Collector
 
 from a01gym.env import models
 from a01gym.env.sampler import CurriculumStats
-from a01gym.sandbox.backend import PoolStats
+from a01gym.sandbox.host.backend import PoolStats
 
 __all__ = ["CONTENT_TYPE", "GatewayMetrics", "tool_label"]
 

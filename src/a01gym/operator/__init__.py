@@ -7,5 +7,5 @@
 orphans), which create and delete pods through ``sandboxes``; ``handlers`` are the thin kopf
 handlers; ``runner`` starts kopf; ``metrics`` is what its name says (settings live in
 :mod:`a01gym.config`). Kubernetes API calls go through
-:class:`a01gym.sandbox.kube_client.KubeClient`, shared with the gateway's backend.
+:class:`a01gym.sandbox.host.kube_client.KubeClient`, shared with the gateway's backend.
 """

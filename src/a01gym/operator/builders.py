@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from a01gym.operator import labels
-from a01gym.sandbox import container as supervisor
-from a01gym.sandbox.kubernetes import GROUP, VERSION
+from a01gym.sandbox.host import container as supervisor
+from a01gym.sandbox.host.kubernetes import GROUP, VERSION
 
 __all__ = [
     "SandboxPodSpec",

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a01gym.sandbox.kubernetes import EPISODES, GROUP, SANDBOXPOOLS, VERSION
+from a01gym.sandbox.host.kubernetes import EPISODES, GROUP, SANDBOXPOOLS, VERSION
 
 __all__ = [
     "EPISODE_PHASES",

@@ -19,14 +19,14 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from a01gym.config import OperatorSettings
 from a01gym.operator import builders, clock
 from a01gym.operator.metrics import OperatorMetrics
 from a01gym.operator.sandboxes import Sandboxes, warm_compatible
 from a01gym.operator.store import PodView, Store
+from a01gym.operator_settings import OperatorSettings
+from a01gym.sandbox.host.kube_client import KubeApiError, KubeClient, resource_path
+from a01gym.sandbox.host.kubernetes import EPISODES, GROUP, VERSION
 from a01gym.sandbox.http11 import BadResponseError, Http11Client
-from a01gym.sandbox.kube_client import KubeApiError, KubeClient, resource_path
-from a01gym.sandbox.kubernetes import EPISODES, GROUP, VERSION
 
 __all__ = ["TERMINAL_PHASES", "EpisodeReconciler"]
 

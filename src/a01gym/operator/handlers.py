@@ -16,13 +16,13 @@ from typing import Any
 
 import kopf
 
-from a01gym.config import OperatorSettings
 from a01gym.operator import labels
 from a01gym.operator.metrics import OperatorMetrics
 from a01gym.operator.reconciler import Reconciler
-from a01gym.sandbox.kube_client import KubeClient
-from a01gym.sandbox.kube_credentials import KubeCredentials
-from a01gym.sandbox.kubernetes import EPISODES, GROUP, SANDBOXPOOLS, VERSION
+from a01gym.operator_settings import OperatorSettings
+from a01gym.sandbox.host.kube_client import KubeClient
+from a01gym.sandbox.host.kube_credentials import KubeCredentials
+from a01gym.sandbox.host.kubernetes import EPISODES, GROUP, SANDBOXPOOLS, VERSION
 
 __all__ = [
     "episode_event",

@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from a01gym.config import OperatorSettings
 from a01gym.errors import ConfigError
 from a01gym.operator import labels
-from a01gym.sandbox.kubernetes import KubeClient, resource_path
+from a01gym.operator_settings import OperatorSettings
+from a01gym.sandbox.host.kubernetes import KubeClient, resource_path
 
 __all__ = ["check_sandbox_isolation", "isolating_policies"]
 

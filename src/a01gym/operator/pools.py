@@ -11,13 +11,13 @@ import contextlib
 import logging
 from typing import Any
 
-from a01gym.config import OperatorSettings
 from a01gym.operator import builders, labels
 from a01gym.operator.metrics import OperatorMetrics
 from a01gym.operator.sandboxes import Sandboxes
 from a01gym.operator.store import Store
-from a01gym.sandbox.kube_client import KubeApiError, KubeClient, resource_path
-from a01gym.sandbox.kubernetes import GROUP, SANDBOXPOOLS, VERSION
+from a01gym.operator_settings import OperatorSettings
+from a01gym.sandbox.host.kube_client import KubeApiError, KubeClient, resource_path
+from a01gym.sandbox.host.kubernetes import GROUP, SANDBOXPOOLS, VERSION
 
 __all__ = ["PoolReconciler"]
 

@@ -15,7 +15,6 @@ import time
 from collections.abc import Coroutine
 from typing import Any
 
-from a01gym.config import OperatorSettings
 from a01gym.operator import clock, labels
 from a01gym.operator.episodes import TERMINAL_PHASES, EpisodeReconciler
 from a01gym.operator.metrics import OperatorMetrics
@@ -23,7 +22,8 @@ from a01gym.operator.pools import PoolReconciler
 from a01gym.operator.sandboxes import Sandboxes
 from a01gym.operator.store import PodView, Store
 from a01gym.operator.sweeps import Sweeper
-from a01gym.sandbox.kube_client import KubeClient
+from a01gym.operator_settings import OperatorSettings
+from a01gym.sandbox.host.kube_client import KubeClient
 from a01gym.tasks import cancel_and_wait
 
 __all__ = ["TERMINAL_PHASES", "Reconciler"]

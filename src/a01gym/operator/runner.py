@@ -15,10 +15,11 @@ import threading
 import kopf
 from prometheus_client import start_http_server
 
-from a01gym.config import OperatorSettings, get_settings
+from a01gym.config import get_settings
 from a01gym.operator import handlers, netguard
 from a01gym.operator.metrics import OperatorMetrics
-from a01gym.sandbox.kubernetes import KubeClient, KubeCredentials
+from a01gym.operator_settings import OperatorSettings
+from a01gym.sandbox.host.kubernetes import KubeClient, KubeCredentials
 
 __all__ = ["run"]
 

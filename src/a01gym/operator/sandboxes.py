@@ -20,11 +20,11 @@ import logging
 import secrets
 from typing import Any
 
-from a01gym.config import OperatorSettings
 from a01gym.operator import builders, clock, labels
 from a01gym.operator.metrics import OperatorMetrics
 from a01gym.operator.store import PodView, Store
-from a01gym.sandbox.kube_client import KubeApiError, KubeClient, resource_path
+from a01gym.operator_settings import OperatorSettings
+from a01gym.sandbox.host.kube_client import KubeApiError, KubeClient, resource_path
 
 __all__ = ["Sandboxes", "warm_compatible"]
 

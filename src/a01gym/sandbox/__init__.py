@@ -1,12 +1,19 @@
-"""Per-episode sandboxes: the supervisor inside, the backends that create them outside.
+"""Per-episode sandboxes, split by the process the code runs in.
 
-Inside a sandbox: ``supervisor`` (the logic: ``workspace``, ``app_process``, ``http11``)
-behind ``control`` (its HTTP API, served by ``http11``'s h11 server); the app runs under
-``appserver``, started by ``app_launcher``. On one machine: ``zygote`` forks sandboxes with
-``isolation`` (``landlock``, namespaces, uids, rlimits) for the ``local`` backend and its warm
-pool. In containers: the ``docker`` backend runs what ``container`` describes. On a cluster:
-the ``kubernetes`` backend, waiting on an ``episode_watch``, over ``kube_client`` and
-``kube_credentials`` (which the operator shares).
-Either way callers use ``backend`` handles and the ``client``; ``runner`` runs declarative
-tests through a client and ``verification`` scores a candidate on a fresh sandbox.
+``inside/`` runs in a sandbox: the machine-wide ``zygote`` forks each sandbox
+(``namespaces``, ``confinement``, ``cow``, ``warmup``, ``preloads``, ``spare_cpu``) and its
+``supervisor`` (the logic: ``workspace``, ``app_process``) behind ``control`` (its HTTP API);
+the app runs under ``appserver`` (``bytecode``, ``tracebacks``), started by ``app_launcher``.
+
+``host/`` runs in the gateway, the operator and the factory: the backends (``local`` with its
+warm pool, ``pool_target``, ``readiness`` and ``admission``; ``docker`` running what
+``container`` describes; ``kubernetes`` over ``episode_watch``, ``kube_client`` and
+``kube_credentials``, which the operator shares), all handing out ``backend`` handles whose
+``client`` speaks the control API; ``escapes`` tries to leave a sandbox. Running the hidden
+tests through that client is :mod:`a01gym.grading`, a layer above.
+
+Shared by both, directly here: ``protocol`` (the control API's wire models), ``layout`` (where
+things live in a sandbox directory), ``http11`` (the h11 client and server both hops use) and
+``isolation`` (what this machine can isolate, with ``landlock``). An import-linter contract in
+pyproject.toml keeps the inside from importing the host side.
 """

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from a01gym.training import models, prompting, stats
+from a01gym.training import models, policies, prompting, stats
 from a01gym.training import rollout as rollouts
 
 __all__ = [
@@ -54,7 +54,7 @@ def load_policy(model: str, adapter: Path | None = None) -> tuple[Any, Any]:
 
 def evaluate_model(
     engine: rollouts.RolloutEngine,
-    policy: rollouts.Policy,
+    policy: policies.Policy,
     rows: Sequence[dict[str, Any]],
     *,
     batch_size: int = 8,
@@ -170,7 +170,7 @@ def run_comparison(
             max_completion_tokens=max_completion_tokens,
             max_output_chars=max_output_chars,
         )
-        greedy = rollouts.ModelPolicy(
+        greedy = policies.ModelPolicy(
             policy, tokenizer, max_new_tokens=max_new_tokens, temperature=0.0
         )
         try:

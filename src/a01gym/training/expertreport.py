@@ -1,7 +1,7 @@
 """The report's Expert section: the ratio's phase and share, the call rate, solo vs assisted.
 
 Reads the training step log (``metrics.jsonl``: the ratio snapshot and the per-batch expert
-fields of :class:`~a01gym.training.grpo.StepLog`), the rollouts (``rollouts.jsonl``: whether each
+fields of :class:`~a01gym.training.steplog.StepLog`), the rollouts (``rollouts.jsonl``: whether each
 rollout could ask, its calls and its outcome) and eval records (``expert_allowed``,
 ``expert_calls``). A run that never offered the expert gets no section.
 """

@@ -21,24 +21,19 @@ loop, which is what vLLM generation uses).
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import statistics
-import time
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from a01gym.training import config as train_config
-from a01gym.training import models, prefixforward, prompting, toolenv, trlkit
+from a01gym.training import models, policies, prefixforward, prompting, steplog, toolenv, trlkit
 from a01gym.training import rollout as rollouts
 from a01gym.training.expertratio import ExpertRatio
 
 __all__ = [
-    "StepLog",
     "build_dataset",
     "environment_reward",
     "group_sizes",
@@ -79,28 +74,6 @@ def build_dataset(cfg: train_config.TrainConfig) -> Any:
     return Dataset.from_list(rows)
 
 
-def _rate(values: list[float]) -> float:
-    return round(statistics.fmean(values), 4) if values else 0.0
-
-
-def _expert_row(records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Solo vs expert-assisted resolution, call rate and shaping of one batch."""
-    assisted = [r for r in records if r["expert_allowed"]]
-    solo = [r for r in records if not r["expert_allowed"]]
-
-    def resolved(group: list[dict[str, Any]]) -> float | None:
-        return _rate([float(r["resolved"]) for r in group]) if group else None
-
-    return {
-        "expert_rollout_rate": _rate([float(r["expert_allowed"]) for r in records]),
-        "expert_call_rate": _rate([float(r["expert_calls"]) for r in records]),
-        "expert_calls_per_assisted": _rate([float(r["expert_calls"]) for r in assisted]),
-        "solo_resolved_rate": resolved(solo),
-        "assisted_resolved_rate": resolved(assisted),
-        "shaping_mean": _rate([r["shaping"] for r in records]),
-    }
-
-
 def group_sizes(rows: list[dict[str, Any]]) -> list[int]:
     """Lengths of the runs of equal consecutive rows: TRL repeats each prompt
     ``num_generations`` times in a row, so these are the GRPO groups."""
@@ -113,97 +86,6 @@ def group_sizes(rows: list[dict[str, Any]]) -> list[int]:
     return sizes
 
 
-class StepLog:
-    """Aggregates each generation batch into ``metrics.jsonl`` / ``rollouts.jsonl`` rows.
-
-    A row's ``step_s`` is its whole GRPO step: from the end of the previous batch's last
-    optimizer step to the end of this batch's last one (the trainer reports each with
-    :meth:`optimizer_step_ended`), so it holds the previous step's logging, the rollouts and
-    this batch's training. A row is written when the next batch arrives or at :meth:`close`.
-    """
-
-    def __init__(self, out: Path) -> None:
-        self.metrics_path = out / "metrics.jsonl"
-        self.rollouts_path = out / "rollouts.jsonl"
-        self.step = 0
-        self.last_end = time.perf_counter()
-        self.rows: list[dict[str, Any]] = []
-        self._pending: dict[str, Any] | None = None
-        self._optimizer_end: float | None = None
-
-    def add(
-        self, batch: rollouts.RolloutBatch, expert: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        """Log one batch; ``expert`` is the ratio's snapshot when the expert is in use."""
-        self.close()
-        records = [r.record() for r in batch.rollouts]
-        per_family: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for record in records:
-            per_family[f"{record['family']}/{record['difficulty']}"].append(record)
-        actions = sum(r["actions"] for r in records) or 1
-        row = {
-            "step": self.step,
-            "rollouts": len(records),
-            "reward_mean": _rate([r["reward"] for r in records]),
-            "reward_std": round(statistics.pstdev([r["reward"] for r in records]), 4),
-            "rewards": [r["reward"] for r in records],
-            "security_rate": _rate([float(r["security"] == 1.0) for r in records]),
-            "regression_rate": _rate([float(r["regression"] == 1.0) for r in records]),
-            "resolved_rate": _rate([float(r["resolved"]) for r in records]),
-            "invalid_action_rate": round(sum(r["invalid_actions"] for r in records) / actions, 4),
-            "failed_episodes": sum(r["failure"] is not None for r in records),
-            "episode_length_mean": _rate([float(r["actions"]) for r in records]),
-            "rollouts_per_s": round(len(records) / batch.wall_s, 4) if batch.wall_s else 0.0,
-            "generation_s": round(batch.generation_s, 4),
-            "env_s": round(batch.env_s, 4),
-            "rollout_s": round(batch.wall_s, 4),
-            "per_family": {
-                key: {
-                    "n": len(group),
-                    "reward_mean": _rate([r["reward"] for r in group]),
-                    "security_rate": _rate([float(r["security"] == 1.0) for r in group]),
-                    "regression_rate": _rate([float(r["regression"] == 1.0) for r in group]),
-                }
-                for key, group in sorted(per_family.items())
-            },
-            **_expert_row(records),
-            **(expert or {}),
-        }
-        with self.rollouts_path.open("a", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(json.dumps({"step": self.step, **record}) + "\n")
-        self._pending = row
-        self.step += 1
-        return row
-
-    def optimizer_step_ended(self) -> None:
-        self._optimizer_end = time.perf_counter()
-
-    def close(self) -> None:
-        """Write the pending row, its step ending at its last optimizer step (or now, if the
-        trainer never got that far)."""
-        row, self._pending = self._pending, None
-        if row is None:
-            return
-        end = self._optimizer_end or time.perf_counter()
-        self._optimizer_end = None
-        row["step_s"] = round(end - self.last_end, 4)
-        self.last_end = end
-        with self.metrics_path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row) + "\n")
-        self.rows.append(row)
-
-
-def _step_end_callback(log: StepLog) -> Any:
-    from transformers import TrainerCallback
-
-    class StepEnd(TrainerCallback):  # type: ignore[misc]
-        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-            log.optimizer_step_ended()
-
-    return StepEnd()
-
-
 def environment_reward(**kwargs: Any) -> list[float]:
     """The environment's terminal reward, passed through unchanged; logs its components."""
     log_metric = kwargs["log_metric"]
@@ -213,38 +95,9 @@ def environment_reward(**kwargs: Any) -> list[float]:
     return [float(r) for r in kwargs["env_reward"]]
 
 
-def _flat_metrics(row: dict[str, Any]) -> dict[str, float]:
-    keys = (
-        "reward_mean",
-        "security_rate",
-        "regression_rate",
-        "resolved_rate",
-        "invalid_action_rate",
-        "failed_episodes",
-        "episode_length_mean",
-        "rollouts_per_s",
-        "generation_s",
-        "env_s",
-    )
-    flat = {f"env/{key}": float(row[key]) for key in keys}
-    rewards = sorted(row["rewards"])
-    flat["env/reward_std"] = float(row["reward_std"])
-    flat["env/reward_min"], flat["env/reward_max"] = rewards[0], rewards[-1]
-    flat["env/reward_median"] = float(statistics.median(rewards))
-    for key, value in row.items():
-        if key.startswith(("expert_", "solo_", "assisted_", "shaping_")) and isinstance(
-            value, int | float
-        ):
-            flat[f"expert/{key}"] = float(value)
-    for cell, stats in row["per_family"].items():
-        for key in ("reward_mean", "security_rate", "regression_rate"):
-            flat[f"family/{cell}/{key}"] = float(stats[key])
-    return flat
-
-
 def make_rollout_func(
     engine: rollouts.RolloutEngine,
-    log: StepLog,
+    log: steplog.StepLog,
     settings: train_config.RolloutSettings,
     ratio: ExpertRatio | None = None,
     *,
@@ -261,7 +114,7 @@ def make_rollout_func(
         flags = ratio.assign(group_sizes(rows)) if ratio is not None else [False] * len(rows)
         rows = [{**row, "expert": flag} for row, flag in zip(rows, flags, strict=True)]
         model = trainer.accelerator.unwrap_model(trainer.model)
-        policy = rollouts.ModelPolicy(
+        policy = policies.ModelPolicy(
             model,
             engine.tokenizer,
             max_new_tokens=settings.max_new_tokens,
@@ -276,7 +129,7 @@ def make_rollout_func(
                 for r in batch.rollouts
             )
         row = log.add(batch, snapshot)
-        flat = _flat_metrics(row)
+        flat = steplog.flat_metrics(row)
         rewards = [float(r.session.reward or 0.0) for r in batch.rollouts]
         if shaping_in_reward:
             shaping = [float(r.session.shaping.get("total", 0.0)) for r in batch.rollouts]
@@ -323,7 +176,9 @@ def _grpo_args(cfg: train_config.TrainConfig, out: Path) -> Any:
     return GRPOConfig(**{**defaults, **cfg.grpo})
 
 
-def write_model_card(out: Path, cfg: train_config.TrainConfig, base: str, log: StepLog) -> None:
+def write_model_card(
+    out: Path, cfg: train_config.TrainConfig, base: str, log: steplog.StepLog
+) -> None:
     last = log.rows[-1] if log.rows else {}
     card = f"""---
 library_name: peft
@@ -372,7 +227,7 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
         target_modules=cfg.lora.target_modules,
         task_type="CAUSAL_LM",
     )
-    log = StepLog(out)
+    log = steplog.StepLog(out)
     ratio = ExpertRatio(cfg.expert) if cfg.expert.enabled else None
     shaping_in_reward = cfg.expert.enabled and cfg.expert.shaping_in_reward
     engine = None
@@ -382,7 +237,7 @@ def train(cfg: train_config.TrainConfig, *, model_path: str, gateway_url: str) -
         "train_dataset": build_dataset(cfg),
         "processing_class": tokenizer,
         "peft_config": lora,
-        "callbacks": [_step_end_callback(log), trlkit.learning_signal()],
+        "callbacks": [steplog.step_end_callback(log), trlkit.learning_signal()],
     }
     if cfg.rollout.path == train_config.RolloutPath.PARALLEL:
         engine = rollouts.RolloutEngine(

@@ -1,10 +1,11 @@
-"""Writes run reports: the HTML page of ``a01gym report RUN_DIR`` and the demo's files.
+"""Writes a run's report: the HTML page of ``a01gym report RUN_DIR``.
 
 :func:`write_html_report` reads a run directory (:mod:`a01gym.training.rundata`), draws its
 charts (:mod:`a01gym.training.charts`) and lays out one static page
 (:mod:`a01gym.training.htmlpage`) with training curves, base vs trained per family, the reward
-breakdown and a few transcripts. :func:`write_report` is the demo's: a Markdown summary, a plot,
-the raw JSON, and the same HTML page over the demo's agents.
+breakdown and a few transcripts. :func:`format_mean` and :func:`format_rate` are how every
+report and summary table shows a mean or a rate. The demo's files (a Markdown summary, a plot,
+the raw JSON, and this page over the demo's agents) are :mod:`a01gym.training.demoreport`.
 
 Reads only what clients saw (eval records, the gateway's public episode logs, rollouts), so a
 report never contains hidden test definitions.
@@ -14,18 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import json
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from a01gym.training import charts, expertreport, htmlpage, rundata
 
-if TYPE_CHECKING:
-    from a01gym.training.eval import EpisodeRecord, EvalSummary
-
-__all__ = ["format_mean", "format_rate", "write_html_report", "write_report"]
+__all__ = ["format_mean", "format_rate", "write_html_report"]
 
 _SECTIONS = (
     ("training", "Training"),
@@ -373,97 +370,3 @@ def write_html_report(
     page = out / "index.html"
     page.write_text(htmlpage.render(context), encoding="utf-8")
     return page
-
-
-# -- the demo --------------------------------------------------------------------------------
-def _markdown(summaries: Sequence[EvalSummary], runs_dir: Path) -> str:
-    lines = [
-        "# a01gym demo",
-        "",
-        "Baseline agents on the held-out (eval) split, through the OpenEnv client. Reward fails",
-        "closed: anything short of a full fix scores ≤ 0.2, and 0 if it breaks any regression",
-        "test.",
-        "",
-        "| agent | episodes | mean reward | security | regression | resolved | errors |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for s in summaries:
-        lines.append(
-            f"| {s.agent} | {s.episodes} | {format_mean(s.mean_reward)} | "
-            f"{format_rate(s.security_pass_rate)} | {format_rate(s.regression_pass_rate)} | "
-            f"{format_rate(s.resolved_rate)} | {s.errors} |"
-        )
-    lines += [
-        "",
-        "## Per family",
-        "",
-        "| family | " + " | ".join(s.agent for s in summaries) + " |",
-    ]
-    lines.append("|---|" + "---:|" * len(summaries))
-    for family in sorted({f for s in summaries for f in s.per_family}):
-        cells = [
-            format_mean(s.per_family[family]["mean_reward"]) if family in s.per_family else "–"
-            for s in summaries
-        ]
-        lines.append(f"| {family} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "![mean reward per family](reward.png)",
-        "",
-        f"Transcripts, diffs and per-step logs of every episode: `{runs_dir}`.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def write_report(
-    out: Path,
-    summaries: Sequence[EvalSummary],
-    records: Mapping[str, Sequence[EpisodeRecord]],
-    *,
-    runs_dir: Path,
-) -> dict[str, Path]:
-    """Write the demo's ``summary.md``, ``reward.png``, ``summary.json``, ``episodes.jsonl``,
-    ``eval/<agent>/`` (the run layout) and the HTML report ``report/index.html`` to ``out``.
-
-    Returns:
-        The written files by kind.
-    """
-    out.mkdir(parents=True, exist_ok=True)
-    files = {
-        "markdown": out / "summary.md",
-        "plot": out / "reward.png",
-        "json": out / "summary.json",
-        "episodes": out / "episodes.jsonl",
-    }
-    files["markdown"].write_text(_markdown(summaries, runs_dir), encoding="utf-8")
-    charts.family_bars(
-        files["plot"],
-        {
-            f"{s.agent} ({format_mean(s.mean_reward)})": {
-                family: values["mean_reward"] for family, values in s.per_family.items()
-            }
-            for s in summaries
-        },
-    )
-    files["json"].write_text(
-        json.dumps([dataclasses.asdict(s) for s in summaries], indent=2), encoding="utf-8"
-    )
-    with files["episodes"].open("w", encoding="utf-8") as handle:
-        for agent, agent_records in records.items():
-            for record in agent_records:
-                handle.write(json.dumps({"agent": agent, **dataclasses.asdict(record)}) + "\n")
-    for summary in summaries:
-        label = out / "eval" / summary.agent
-        label.mkdir(parents=True, exist_ok=True)
-        (label / "summary.json").write_text(
-            json.dumps(dataclasses.asdict(summary), indent=2), encoding="utf-8"
-        )
-        (label / "episodes.jsonl").write_text(
-            "".join(
-                json.dumps(dataclasses.asdict(r)) + "\n" for r in records.get(summary.agent, ())
-            ),
-            encoding="utf-8",
-        )
-    files["html"] = write_html_report(out, transcripts_per_label=1)
-    return files

@@ -1,8 +1,8 @@
-"""Sandboxes as hardened containers on a real Docker engine (:mod:`a01gym.sandbox.docker`).
+"""Sandboxes as hardened containers on a real Docker engine (:mod:`a01gym.sandbox.host.docker`).
 
 Real parts throughout: the sandbox image built by ``tools/images.sh``, the supervisor inside
 it, the gateway and OpenEnv's own client. The escape payloads are the list
-:mod:`a01gym.sandbox.escapes` gives ``bench/containers.py`` too.
+:mod:`a01gym.sandbox.host.escapes` gives ``bench/containers.py`` too.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ import pytest
 import pytest_asyncio
 from openenv.core.generic_client import GenericEnvClient
 
-from a01gym.config import GatewaySettings, Settings
+from a01gym.config import Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
-from a01gym.sandbox import container, escapes
-from a01gym.sandbox.docker import DockerBackend, DockerSandbox
+from a01gym.gateway_settings import GatewaySettings
+from a01gym.sandbox.host import container, escapes
+from a01gym.sandbox.host.docker import DockerBackend, DockerSandbox
 from a01gym.scenario.bundle import Bundle
 
 pytestmark = [

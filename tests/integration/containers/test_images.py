@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from a01gym import __version__
-from a01gym.config import DockerBackendSettings, OperatorSettings
+from a01gym.backend_settings import DockerBackendSettings
 from a01gym.operator import builders, labels
-from a01gym.sandbox import docker
+from a01gym.operator_settings import OperatorSettings
+from a01gym.sandbox.host import docker_engine
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]  # the first build takes minutes
 
@@ -59,7 +60,7 @@ def test_sandbox_image_runs_what_the_pod_and_the_docker_backend_run(
         token_secret="p", extra_labels={labels.STATE: labels.STATE_IDLE}, owner={},
         active_deadline_s=60,
     )["spec"]["containers"][0]  # fmt: skip
-    body = docker.container_config(DockerBackendSettings(), token_dir=Path("/t"), labels={})
+    body = docker_engine.container_config(DockerBackendSettings(), token_dir=Path("/t"), labels={})
     host = body["HostConfig"]
     assert config["Entrypoint"] == pod["command"] == body["Entrypoint"]
     assert config["Cmd"] == pod["args"] == body["Cmd"]

@@ -6,7 +6,7 @@ import asyncio
 import time
 from typing import Any
 
-from a01gym.sandbox.kube_client import KubeClient
+from a01gym.sandbox.host.kube_client import KubeClient
 
 __all__ = ["API", "Api"]
 

@@ -20,8 +20,8 @@ from apihelpers import Api
 from controlplane import ControlPlane, MissingPrerequisite
 from stack import Stack
 
-from a01gym.sandbox.kube_client import KubeClient
-from a01gym.sandbox.kube_credentials import KubeCredentials
+from a01gym.sandbox.host.kube_client import KubeClient
+from a01gym.sandbox.host.kube_credentials import KubeCredentials
 
 API = "/apis/a01gym.dev/v1alpha1"
 

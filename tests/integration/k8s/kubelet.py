@@ -47,9 +47,9 @@ from typing import Any
 # forked pod starts without importing anything.
 import podrun
 
-from a01gym.sandbox import control, isolation
-from a01gym.sandbox.kube_client import KubeApiError, KubeClient, KubeConnectionError
-from a01gym.sandbox.kube_credentials import KubeCredentials
+from a01gym.sandbox.host.kube_client import KubeApiError, KubeClient, KubeConnectionError
+from a01gym.sandbox.host.kube_credentials import KubeCredentials
+from a01gym.sandbox.inside import confinement, control
 
 NODE = "process-kubelet"
 SELECTORS = ("a01gym.dev/component=sandbox", "batch.kubernetes.io/job-name")
@@ -154,7 +154,7 @@ class ProcessKubelet:
                 "fallbackToLogs": container.get("terminationMessagePolicy")
                 == "FallbackToLogsOnError",
             }
-            if argv[1:3] == ["-m", "a01gym.sandbox.control"]:
+            if argv[1:3] == ["-m", "a01gym.sandbox.inside.control"]:
                 port = container["ports"][0]["containerPort"]
                 ip = self.free_ip(port)
                 async with self.slots:
@@ -447,7 +447,7 @@ def _spawn(argv: list[str], env: dict[str, str], cwd: Path, log: Path) -> int:
         return pid
     try:
         os.setsid()
-        isolation.die_with_parent()  # kept across exec: the pod dies with its kubelet
+        confinement.die_with_parent()  # kept across exec: the pod dies with its kubelet
         if os.getppid() != parent:
             os._exit(1)
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -469,7 +469,7 @@ def _fork(args: list[str], log: Path) -> int:
     try:
         os.setsid()
         # A kubelet that dies (even by SIGKILL) takes its pods with it: no orphaned supervisors.
-        isolation.die_with_parent()
+        confinement.die_with_parent()
         if os.getppid() != parent:
             os._exit(1)
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)

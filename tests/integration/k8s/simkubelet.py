@@ -22,8 +22,8 @@ import socket
 import sys
 from typing import Any
 
-from a01gym.sandbox.kube_client import KubeApiError, KubeClient, KubeConnectionError
-from a01gym.sandbox.kube_credentials import KubeCredentials
+from a01gym.sandbox.host.kube_client import KubeApiError, KubeClient, KubeConnectionError
+from a01gym.sandbox.host.kube_credentials import KubeCredentials
 
 NODE = "simulated-node"
 SELECTOR = "a01gym.dev/component=sandbox"

@@ -15,14 +15,15 @@ from apihelpers import Api
 from openenv.core.generic_client import GenericEnvClient
 from stack import Stack
 
-from a01gym.config import GatewaySettings, Settings
+from a01gym.config import Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.errors import SandboxCapacityError
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
+from a01gym.gateway_settings import GatewaySettings
 from a01gym.sandbox import protocol
-from a01gym.sandbox.kubernetes import KubernetesBackend
+from a01gym.sandbox.host.kubernetes import KubernetesBackend
 from a01gym.scenario.bundle import Bundle
 
 pytestmark = pytest.mark.timeout(120)

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 from stack import Stack
 
-from a01gym.config import OperatorSettings
 from a01gym.errors import ConfigError
 from a01gym.operator import netguard
-from a01gym.sandbox.kubernetes import KubeClient
+from a01gym.operator_settings import OperatorSettings
+from a01gym.sandbox.host.kubernetes import KubeClient
 
 
 def _namespace(stack: Stack, name: str) -> str:

@@ -10,7 +10,7 @@ import pytest
 from apihelpers import Api
 from stack import Stack
 
-from a01gym.sandbox.kube_client import KubeApiError
+from a01gym.sandbox.host.kube_client import KubeApiError
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from a01gym.training import grpo, rollout, session
+from a01gym.training import grpo, rollout, session, steplog
 from a01gym.training.expertratio import ExpertRatio, ExpertRatioSettings
 
 
@@ -41,14 +41,14 @@ def test_step_log_records_solo_vs_assisted_and_the_phase(tmp_path: Path) -> None
         env_s=1.0,
         wall_s=2.0,
     )
-    row = grpo.StepLog(tmp_path).add(batch, ratio.snapshot())
+    row = steplog.StepLog(tmp_path).add(batch, ratio.snapshot())
     assert row["expert_rollout_rate"] == 0.5
     assert row["expert_call_rate"] == 0.75 and row["expert_calls_per_assisted"] == 1.5
     assert row["solo_resolved_rate"] == 0.5 and row["assisted_resolved_rate"] == 0.5
     assert row["shaping_mean"] == 0.025
     assert row["reward_mean"] == 0.5  # the environment's reward, shaping not mixed in
     assert row["expert_phase"] == "scaffold"
-    flat = grpo._flat_metrics(row)
+    flat = steplog.flat_metrics(row)
     assert flat["expert/expert_phase_index"] == 0.0
     assert flat["expert/expert_share"] == 0.75
     assert flat["expert/solo_resolved_rate"] == 0.5
@@ -61,7 +61,7 @@ def test_a_run_without_the_expert_logs_no_phase(tmp_path: Path) -> None:
     batch = rollout.RolloutBatch(
         [_rollout(2, allowed=False, resolved=True, calls=0, shaping=0.0)], 1.0, 1.0, 2.0
     )
-    row = grpo.StepLog(tmp_path).add(batch)
+    row = steplog.StepLog(tmp_path).add(batch)
     assert "expert_phase" not in row and row["assisted_resolved_rate"] is None
     assert row["expert_rollout_rate"] == 0.0
 

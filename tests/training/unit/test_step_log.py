@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from a01gym.training import grpo, rollout, session
+from a01gym.training import rollout, session, steplog
 
 
 class _Clock:
@@ -40,8 +40,8 @@ def test_a_step_holds_its_rollouts_and_its_training(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = _Clock()
-    monkeypatch.setattr(grpo.time, "perf_counter", clock)
-    log = grpo.StepLog(tmp_path)  # t=100: the trainer starts
+    monkeypatch.setattr(steplog.time, "perf_counter", clock)
+    log = steplog.StepLog(tmp_path)  # t=100: the trainer starts
     clock.now = 103.0
     log.add(_batch(2.0, 0.5))  # rollouts of step 0 end
     assert not (tmp_path / "metrics.jsonl").exists()  # its training has not run yet
@@ -66,8 +66,8 @@ def test_a_step_cut_short_ends_when_it_is_closed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     clock = _Clock()
-    monkeypatch.setattr(grpo.time, "perf_counter", clock)
-    log = grpo.StepLog(tmp_path)
+    monkeypatch.setattr(steplog.time, "perf_counter", clock)
+    log = steplog.StepLog(tmp_path)
     clock.now = 102.0
     log.add(_batch(1.0, 0.5))
     clock.now = 103.0  # training failed before its optimizer step

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from a01gym.env import models, tools
 from a01gym.env.episode import Episode, StepOutcome
-from a01gym.sandbox.client import ControlError
-from a01gym.sandbox.workspace import Workspace, WorkspaceError
+from a01gym.sandbox.host.client import ControlError
+from a01gym.sandbox.inside.workspace import Workspace, WorkspaceError
 from a01gym.scenario.bundle import Bundle
 
 NOTES = "app/routers/notes.py"

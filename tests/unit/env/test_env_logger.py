@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 from a01gym.env.logger import RunLogger, verification_document
+from a01gym.grading.scoring import score_results
+from a01gym.grading.verification import Verification
 from a01gym.sandbox import protocol
-from a01gym.sandbox.verification import Verification
 from a01gym.scenario.httptest import Outcome, TestKind, TestResult
-from a01gym.scenario.scoring import score_results
 
 SCENARIO = "3f9a1c2b7d" + "0" * 54
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from a01gym.env import models, tools
+from a01gym.env import actions, models
 
 
 @pytest.mark.parametrize(
@@ -21,13 +21,13 @@ from a01gym.env import models, tools
     ],
 )
 def test_every_documented_action_parses(action: dict[str, object]) -> None:
-    parsed, failure = tools.parse_action(action)
+    parsed, failure = actions.parse_action(action)
     assert failure is None
     assert parsed is not None and parsed.tool == action["tool"]  # type: ignore[attr-defined]
 
 
 def test_http_request_defaults_to_anonymous_actor() -> None:
-    parsed, _ = tools.parse_action({"tool": "http_request", "method": "GET", "path": "/"})
+    parsed, _ = actions.parse_action({"tool": "http_request", "method": "GET", "path": "/"})
     assert isinstance(parsed, models.HttpRequest)
     assert parsed.actor == "anonymous"
 
@@ -55,14 +55,14 @@ def test_http_request_defaults_to_anonymous_actor() -> None:
 def test_invalid_actions_become_error_outcomes_naming_the_problem(
     action: object, code: models.ErrorCode, needle: str
 ) -> None:
-    parsed, failure = tools.parse_action(action)
+    parsed, failure = actions.parse_action(action)
     assert parsed is None and failure is not None and failure.error is not None
     assert failure.error.code is code
     assert needle in failure.error.message
 
 
 def test_tool_specs_match_the_action_union() -> None:
-    specs = {spec["name"]: spec for spec in tools.tool_specs()}
+    specs = {spec["name"]: spec for spec in actions.tool_specs()}
     assert tuple(specs) == models.TOOL_NAMES
     assert set(specs["read_file"]["inputSchema"]["properties"]) == {
         "path",

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from a01gym.env import reward
+from a01gym.grading.scoring import score_results
+from a01gym.grading.verification import Verification
 from a01gym.sandbox import protocol
-from a01gym.sandbox.verification import Verification
 from a01gym.scenario.httptest import Outcome, TestKind, TestResult
 from a01gym.scenario.manifest import RewardSpec
-from a01gym.scenario.scoring import score_results
 
 
 def _report(outcomes: list[tuple[str, TestKind, Outcome]], *, app_ok: bool = True) -> Verification:

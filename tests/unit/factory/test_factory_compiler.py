@@ -10,7 +10,7 @@ import pytest
 
 from a01gym.errors import ScenarioError
 from a01gym.factory import compiler, gates, mutator, testkit
-from a01gym.sandbox import runner
+from a01gym.grading import runner
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.fixtures import PLACEHOLDER
 from a01gym.scenario.httptest import DbCheck, RoutesInclude, TestKind

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from a01gym.config import GatewaySettings, Settings
-from a01gym.env import models, tools
+from a01gym.config import Settings
+from a01gym.env import actions, models
 from a01gym.env.environment import ResetParams, StepOutcome, note_ignored
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
+from a01gym.gateway_settings import GatewaySettings
 
 
 class EchoEnv:
@@ -48,7 +49,7 @@ class EchoEnv:
 
     async def step(self, data: Any) -> StepOutcome:
         async with self.lock:
-            action, failure = tools.parse_action(data)
+            action, failure = actions.parse_action(data)
             if self.episode is None:
                 error = models.ErrorInfo(code=models.ErrorCode.NO_EPISODE, message="reset first")
                 return StepOutcome(self._obs("no episode", error=error))

@@ -12,8 +12,8 @@ from pydantic import SecretStr
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from a01gym.config import GatewaySettings, is_loopback
 from a01gym.errors import ConfigError
+from a01gym.gateway_settings import GatewaySettings, is_loopback
 
 TOKEN = "s3cret-token"
 

@@ -4,7 +4,7 @@ The sandbox image must start exactly the process the operator's pod builder asks
 the same uid, on the same port, writing only to the pod's emptyDirs; the platform image
 must run as the chart's uid with ``a01gym`` as its entrypoint; and the sandbox image must
 install every third-party package the supervisor and the app process import, and every
-library a scenario app may import (:data:`a01gym.sandbox.preloads.OPTIONAL`).
+library a scenario app may import (:data:`a01gym.sandbox.inside.preloads.OPTIONAL`).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from pathlib import Path
 import yaml
 from packaging.requirements import Requirement
 
-from a01gym.config import OperatorSettings
 from a01gym.operator import builders, labels
-from a01gym.sandbox import container as supervisor
-from a01gym.sandbox import preloads
+from a01gym.operator_settings import OperatorSettings
+from a01gym.sandbox.host import container as supervisor
+from a01gym.sandbox.inside import preloads
 
 ROOT = Path(__file__).resolve().parents[3]
 SANDBOX_DOCKERFILE = ROOT / "sandbox-image" / "Dockerfile"
@@ -124,7 +124,7 @@ def test_sandbox_image_installs_what_the_supervisor_imports() -> None:
     assert "--no-deps ." in run, "a01gym itself goes in without its CLI/LLM dependencies"
     closure = _closure(installed)
     probe = (
-        "import sys, a01gym.sandbox.control, a01gym.sandbox.app_process;"
+        "import sys, a01gym.sandbox.inside.control, a01gym.sandbox.inside.app_process;"
         "print('\\n'.join(sorted({m.split('.')[0] for m in sys.modules})))"
     )
     out = subprocess.run(

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from a01gym.errors import SandboxCapacityError
-from a01gym.sandbox.admission import DEADLINE_SETTING, StartGate
+from a01gym.sandbox.host.admission import DEADLINE_SETTING, StartGate
 
 
 async def test_at_most_limit_starts_run_and_turns_come_in_arrival_order() -> None:

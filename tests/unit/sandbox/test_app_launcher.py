@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from a01gym.sandbox import app_launcher
-from a01gym.sandbox.app_launcher import AppLauncher, LaunchedApp
+from a01gym.sandbox.inside import app_launcher
+from a01gym.sandbox.inside.app_launcher import AppLauncher, LaunchedApp
 
 
 def _never_fork(entrypoint: str | None) -> LaunchedApp:

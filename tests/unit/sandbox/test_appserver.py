@@ -16,8 +16,8 @@ import pytest
 from fastapi import BackgroundTasks, FastAPI, Request, Response
 from fastapi.responses import StreamingResponse
 
-from a01gym.sandbox.appserver import AppServer, StartupFailed
 from a01gym.sandbox.http11 import BadResponseError, Http11Client
+from a01gym.sandbox.inside.appserver import AppServer, StartupFailed
 from a01gym.tasks import cancel_and_wait
 
 calls: list[str] = []

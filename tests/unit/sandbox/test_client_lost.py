@@ -11,7 +11,7 @@ import asyncio
 import pytest
 
 from a01gym.errors import SandboxLostError
-from a01gym.sandbox.client import SupervisorClient
+from a01gym.sandbox.host.client import SupervisorClient
 
 
 async def test_mark_lost_cuts_the_call_in_flight_and_fails_later_calls_at_once() -> None:

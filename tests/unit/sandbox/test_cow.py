@@ -8,7 +8,7 @@ import sys
 
 _SCRIPT = """
 import json
-from a01gym.sandbox import cow
+from a01gym.sandbox.inside import cow
 
 classes = cow._free_blocks()
 keep = [bytes(n % 400) for n in range(200_000)]

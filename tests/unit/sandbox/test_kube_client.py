@@ -14,9 +14,9 @@ from collections.abc import AsyncIterator
 import pytest
 from aiohttp import web
 
-from a01gym.sandbox.episode_watch import EpisodeWatch
-from a01gym.sandbox.kube_client import KubeApiError, KubeClient, KubeConnectionError
-from a01gym.sandbox.kube_credentials import KubeCredentials
+from a01gym.sandbox.host.episode_watch import EpisodeWatch
+from a01gym.sandbox.host.kube_client import KubeApiError, KubeClient, KubeConnectionError
+from a01gym.sandbox.host.kube_credentials import KubeCredentials
 
 BIG = "x" * 300_000  # over aiohttp's 128 KiB readline limit
 BUSY_CALLS = web.AppKey("busy_calls", list[int])

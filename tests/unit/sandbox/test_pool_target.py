@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from a01gym.pool_settings import PoolGrowthSettings
-from a01gym.sandbox.pool_target import PoolTarget
+from a01gym.sandbox.host.pool_target import PoolTarget
 
 
 def _target(**growth: object) -> PoolTarget:
@@ -57,7 +57,7 @@ def test_disabled_growth_keeps_pool_size():
 def test_growth_waits_for_a_quiet_moment_no_queue_and_room_under_the_cap(monkeypatch):
     pool = _target(quiet_s=2, half_life_s=1e6)
     clock = [100.0]
-    monkeypatch.setattr("a01gym.sandbox.pool_target.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("a01gym.sandbox.host.pool_target.time.monotonic", lambda: clock[0])
     for _ in range(128):
         pool.acquired()
     # Right after the burst: only the floor.
@@ -73,7 +73,7 @@ def test_growth_waits_for_a_quiet_moment_no_queue_and_room_under_the_cap(monkeyp
 def test_idle_sandboxes_beyond_the_decayed_target_go_back_only_between_bursts(monkeypatch):
     pool = _target(quiet_s=2, half_life_s=10)
     clock = [100.0]
-    monkeypatch.setattr("a01gym.sandbox.pool_target.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("a01gym.sandbox.host.pool_target.time.monotonic", lambda: clock[0])
     for _ in range(64):
         pool.acquired()
     assert pool.keep() == 600  # mid-burst: keep everything

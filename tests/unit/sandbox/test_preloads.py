@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from a01gym.sandbox import preloads
+from a01gym.sandbox.inside import preloads
 
 
 def _workspace(tmp_path: Path, files: dict[str, str]) -> Path:

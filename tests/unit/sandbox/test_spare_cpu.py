@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from a01gym.sandbox.spare_cpu import SpareCpu
+from a01gym.sandbox.inside.spare_cpu import SpareCpu
 
 
 def _write(stat: Path, user: int, idle: int) -> None:

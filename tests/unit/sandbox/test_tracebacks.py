@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from a01gym.sandbox import tracebacks
+from a01gym.sandbox.inside import tracebacks
 
 
 def _load(path: Path, name: str) -> object:

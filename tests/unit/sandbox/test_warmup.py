@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from a01gym.sandbox import warmup
+from a01gym.sandbox.inside import warmup
 
 
 def _recording(seen: list[tuple[str, str, int]]) -> Any:

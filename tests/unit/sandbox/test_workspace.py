@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from a01gym.sandbox.workspace import SEARCH_TIMEOUT_S, Workspace, WorkspaceError
+from a01gym.sandbox.inside.workspace import SEARCH_TIMEOUT_S, Workspace, WorkspaceError
 
 
 @pytest.fixture

@@ -3,9 +3,9 @@
 import pytest
 from pydantic import ValidationError
 
+from a01gym.grading.scoring import PARTIAL_CREDIT, decided, none_blocked, score_results
 from a01gym.scenario import httptest
 from a01gym.scenario.httptest import NOT_JSON, HttpTest, Outcome, TestKind, TestResult
-from a01gym.scenario.scoring import PARTIAL_CREDIT, decided, none_blocked, score_results
 
 
 def _check(assertion, status=200, text="", document=NOT_JSON, headers=""):

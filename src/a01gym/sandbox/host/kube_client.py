@@ -26,7 +26,7 @@ import aiohttp
 import orjson
 
 from a01gym.errors import SandboxError
-from a01gym.sandbox.kube_credentials import KubeCredentials
+from a01gym.sandbox.host.kube_credentials import KubeCredentials
 
 __all__ = ["KubeApiError", "KubeClient", "KubeConnectionError", "PatchType", "resource_path"]
 

@@ -1,7 +1,7 @@
 """The Docker backend: one hardened container of the sandbox image per sandbox.
 
 For users with a Docker engine and no cluster (SWE-bench-style harnesses run one container per
-task). Each container runs exactly what a sandbox pod runs (:mod:`a01gym.sandbox.container`),
+task). Each container runs exactly what a sandbox pod runs (:mod:`a01gym.sandbox.host.container`),
 hardened as the pod spec says: the image's non-root uid, a read-only root, size-limited tmpfs
 for the workspace and ``/tmp``, every capability dropped, no new privileges, the engine's
 default seccomp profile, memory, CPU and process limits, and the supervisor's token
@@ -12,7 +12,9 @@ nothing else is reachable from the container.
 
 The engine is driven through its HTTP API on its Unix socket (httpx), not the ``docker``
 CLI: no client binary to install, and errors come back as JSON. A warm pool keeps
-``pool_size`` containers started, so an acquire takes one that already answers.
+``pool_size`` containers started, so an acquire takes one that already answers. What is asked
+of the engine (the hardened container's body, the labels, the host firewall rule) is
+:mod:`~a01gym.sandbox.host.docker_engine`; this module is the pool and its containers' lives.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import json
 import logging
 import secrets
 import shutil
-import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -33,64 +34,15 @@ from typing import Any
 
 import httpx
 
-from a01gym.config import DockerBackendSettings
+from a01gym.backend_settings import DockerBackendSettings
 from a01gym.errors import SandboxError, SandboxStartError
-from a01gym.sandbox import container
-from a01gym.sandbox.backend import PoolStats
-from a01gym.sandbox.client import SupervisorClient
+from a01gym.sandbox.host import container, docker_engine
+from a01gym.sandbox.host.backend import PoolStats
+from a01gym.sandbox.host.client import SupervisorClient
 
-__all__ = ["DockerBackend", "DockerSandbox", "EngineError", "container_config"]
+__all__ = ["DockerBackend", "DockerSandbox"]
 
 logger = logging.getLogger(__name__)
-
-API = "v1.41"
-"""Docker Engine API version: 20.10 (Debian bookworm's docker.io) and every newer engine."""
-LABEL = "a01gym.dev/backend"
-
-
-class EngineError(SandboxError):
-    """The Docker engine refused a call, or could not be reached."""
-
-
-def _bytes(size: str) -> int:
-    """``256Mi`` → bytes (the sizes :mod:`a01gym.sandbox.container` states for pods)."""
-    units = {"Ki": 1024, "Mi": 1024**2, "Gi": 1024**3}
-    return int(size[:-2]) * units[size[-2:]]
-
-
-def container_config(
-    settings: DockerBackendSettings, *, token_dir: Path, labels: dict[str, str]
-) -> dict[str, Any]:
-    """The Engine API body that creates one sandbox container."""
-    uid = container.UID
-    return {
-        "Image": settings.image,
-        "Entrypoint": list(container.COMMAND),
-        "Cmd": container.args(container.PORT),
-        "User": f"{uid}:{uid}",
-        "ExposedPorts": {f"{container.PORT}/tcp": {}},
-        "Labels": labels,
-        "HostConfig": {
-            "ReadonlyRootfs": True,
-            "CapDrop": ["ALL"],
-            "SecurityOpt": ["no-new-privileges"],  # seccomp: the engine's default profile
-            "Privileged": False,
-            "Tmpfs": {
-                container.WORKSPACE_DIR: (
-                    f"rw,nosuid,nodev,size={_bytes(container.WORKSPACE_SIZE)},"
-                    f"uid={uid},gid={uid},mode=0700"
-                ),
-                container.TMP_DIR: (f"rw,nosuid,nodev,size={_bytes(container.TMP_SIZE)},mode=1777"),
-            },
-            "Binds": [f"{token_dir}:{container.TOKEN_DIR}:ro"],
-            "NetworkMode": settings.network,
-            "Memory": settings.memory_mb * 1024 * 1024,
-            "MemorySwap": settings.memory_mb * 1024 * 1024,
-            "NanoCpus": int(settings.cpus * 1e9),
-            "PidsLimit": settings.pids,
-            "IpcMode": "private",
-        },
-    }
 
 
 @dataclasses.dataclass(eq=False)
@@ -143,7 +95,7 @@ class DockerBackend:
         try:
             response = await self._api.request(method, path, json=json, params=params)
         except httpx.TransportError as exc:
-            raise EngineError(
+            raise docker_engine.EngineError(
                 f"no Docker engine answers at {self.settings.socket} ({exc!r}): start dockerd, "
                 "or set A01GYM_DOCKER__SOCKET"
             ) from exc
@@ -152,7 +104,9 @@ class DockerBackend:
                 message = response.json().get("message", response.text)
             except ValueError:
                 message = response.text
-            raise EngineError(f"{method} {path}: {response.status_code}: {message[:300]}")
+            raise docker_engine.EngineError(
+                f"{method} {path}: {response.status_code}: {message[:300]}"
+            )
         return response
 
     async def start(self) -> None:
@@ -160,13 +114,13 @@ class DockerBackend:
             return
         transport = httpx.AsyncHTTPTransport(uds=str(self.settings.socket))
         self._api = httpx.AsyncClient(
-            transport=transport, base_url=f"http://docker/{API}", timeout=60.0
+            transport=transport, base_url=f"http://docker/{docker_engine.API}", timeout=60.0
         )
         await self._call("GET", "/_ping")
         try:
             await self._call("GET", f"/images/{self.settings.image}/json")
-        except EngineError as exc:
-            raise EngineError(
+        except docker_engine.EngineError as exc:
+            raise docker_engine.EngineError(
                 f"the sandbox image {self.settings.image} is not in the engine: build it with "
                 "`make images` (or set A01GYM_DOCKER__IMAGE)"
             ) from exc
@@ -181,7 +135,7 @@ class DockerBackend:
         name = self.settings.network
         try:
             await self._call("GET", f"/networks/{name}")
-        except EngineError:
+        except docker_engine.EngineError:
             await self._call(
                 "POST",
                 "/networks/create",
@@ -194,10 +148,10 @@ class DockerBackend:
                         "com.docker.network.bridge.enable_icc": "false",
                         "com.docker.network.bridge.name": self.settings.bridge,
                     },
-                    "Labels": {LABEL: "network"},
+                    "Labels": {docker_engine.LABEL: "network"},
                 },
             )
-        await asyncio.to_thread(_deny_new_connections_to_host, self.settings.bridge)
+        await asyncio.to_thread(docker_engine.deny_new_connections_to_host, self.settings.bridge)
 
     # -- containers ------------------------------------------------------------------------
     async def _run_one(self) -> DockerSandbox:
@@ -213,7 +167,9 @@ class DockerBackend:
             path = token_dir / container.TOKEN_KEY
             path.write_text(token)
             path.chmod(0o444)  # the container's uid differs from ours; it is the only one there
-            body = container_config(self.settings, token_dir=token_dir, labels={LABEL: self._id})
+            body = docker_engine.container_config(
+                self.settings, token_dir=token_dir, labels={docker_engine.LABEL: self._id}
+            )
             created = await self._call(
                 "POST", "/containers/create", params={"name": name}, json=body
             )
@@ -229,7 +185,7 @@ class DockerBackend:
         except BaseException:
             self._crashed_total += 1
             if container_id:
-                with contextlib.suppress(EngineError):
+                with contextlib.suppress(docker_engine.EngineError):
                     await self._remove(container_id)
             shutil.rmtree(token_dir, ignore_errors=True)
             raise
@@ -242,7 +198,11 @@ class DockerBackend:
         waiting on it fails at once instead of waiting out its timeout."""
         assert self._api is not None
         filters = json.dumps(
-            {"type": ["container"], "event": ["die"], "label": [f"{LABEL}={self._id}"]}
+            {
+                "type": ["container"],
+                "event": ["die"],
+                "label": [f"{docker_engine.LABEL}={self._id}"],
+            }
         )
         while self._started:
             try:
@@ -302,7 +262,7 @@ class DockerBackend:
         return "".join(text)
 
     async def _remove(self, container_id: str) -> None:
-        with contextlib.suppress(EngineError):  # already gone
+        with contextlib.suppress(docker_engine.EngineError):  # already gone
             await self._call("DELETE", f"/containers/{container_id}", params={"force": 1, "v": 1})
 
     async def _fill(self) -> None:
@@ -360,7 +320,7 @@ class DockerBackend:
         listed = await self._call(
             "GET",
             "/containers/json",
-            params={"all": 1, "filters": f'{{"label": ["{LABEL}={self._id}"]}}'},
+            params={"all": 1, "filters": f'{{"label": ["{docker_engine.LABEL}={self._id}"]}}'},
         )
         for leftover in listed.json():
             await self._remove(leftover["Id"])
@@ -378,24 +338,3 @@ class DockerBackend:
             spawned_total=self._spawned_total,
             pool_target=self.settings.pool_size,
         )
-
-
-def _deny_new_connections_to_host(bridge: str) -> None:
-    """Drop connections the containers open to the host itself (IPv4 and IPv6).
-
-    An internal network has no route out, but the host's own address on the bridge still
-    answers: without this rule an app could reach any host service bound to all addresses.
-    Replies to the host's connections (to the supervisors) are not new, so they pass.
-    """
-    rule = ["INPUT", "-i", bridge, "-m", "conntrack", "--ctstate", "NEW", "-j", "DROP"]
-    for tool in ("iptables", "ip6tables"):
-        binary = shutil.which(tool) or f"/usr/sbin/{tool}"
-        if subprocess.run([binary, "-C", *rule], capture_output=True, check=False).returncode:
-            done = subprocess.run([binary, "-I", *rule], capture_output=True, check=False)
-            if done.returncode:
-                raise EngineError(
-                    f"{tool} could not add the rule that keeps sandbox containers off the "
-                    f"host ({done.stderr.decode(errors='replace').strip()}): run the gateway "
-                    "as root, or add it once: "
-                    f"{tool} -I {' '.join(rule)}"
-                )

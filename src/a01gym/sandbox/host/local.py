@@ -1,16 +1,16 @@
-"""The local sandbox backend: a zygote subprocess plus a warm pool, all on this machine.
+"""The local sandbox backend: a warm pool of sandboxes forked by a zygote on this machine.
 
 ``acquire()`` pops a sandbox that is already running (its supervisor is up and answering), so
 it never waits for a fork; a background task refills the pool. When the pool is empty, acquire
-spawns one itself, through the backend's :class:`~a01gym.sandbox.admission.StartGate` (shared
-with app starts), and when ``max_sandboxes`` are live it waits for a release; both waits are
-bounded by ``acquire_timeout_s``. A burst larger than the pool therefore queues, and no start's
-timeout runs while it waits its turn. Between bursts the pool grows towards the size of the
-recent peak (:class:`~a01gym.sandbox.pool_target.PoolTarget`), so the next one is served
-from it. ``release()`` kills the
-sandbox's whole process tree (its PID namespace) and removes its directory. A sandbox that
+spawns one itself, through the backend's :class:`~a01gym.sandbox.host.admission.StartGate`
+(shared with app starts), and when ``max_sandboxes`` are live it waits for a release; both
+waits are bounded by ``acquire_timeout_s``. A burst larger than the pool therefore queues, and
+no start's timeout runs while it waits its turn. Between bursts the pool grows towards the size
+of the recent peak (:class:`~a01gym.sandbox.host.pool_target.PoolTarget`). ``release()`` kills
+the sandbox's whole process tree (its PID namespace) and removes its directory. A sandbox that
 dies on its own is noticed through the zygote's exit events, logged, counted and, if it was
-idle, replaced.
+idle, replaced. The zygote subprocess and the pipe protocol it speaks are
+:mod:`~a01gym.sandbox.host.zygote_process`; this module is the pool.
 
     async with LocalBackend() as backend:
         sandbox = await backend.acquire()
@@ -25,30 +25,27 @@ import asyncio
 import collections
 import contextlib
 import dataclasses
-import json
 import logging
 import os
 import secrets
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from a01gym.config import SandboxSettings, get_settings
 from a01gym.errors import SandboxError, SandboxStartError
-from a01gym.sandbox import admission, isolation, readiness
-from a01gym.sandbox.backend import BackgroundReleases, PoolStats
-from a01gym.sandbox.client import SupervisorClient
+from a01gym.sandbox import isolation
+from a01gym.sandbox.host import admission, readiness, zygote_process
+from a01gym.sandbox.host.backend import BackgroundReleases, PoolStats
+from a01gym.sandbox.host.client import SupervisorClient
+from a01gym.sandbox.host.pool_target import PoolTarget
 from a01gym.sandbox.layout import Layout
-from a01gym.sandbox.pool_target import PoolTarget
 from a01gym.tasks import cancel_and_wait
 
 __all__ = ["LocalBackend", "LocalSandbox"]
 
 logger = logging.getLogger(__name__)
-
-_READY_TIMEOUT_S = 20.0
 
 
 def _remove_stale(root: Path) -> None:
@@ -91,15 +88,13 @@ class LocalBackend:
         self.settings = base.model_copy(update=overrides, deep=True) if overrides else base
         self.capabilities = isolation.probe(self.settings.filesystem)
         self._root: Path | None = None
-        self._zygote: asyncio.subprocess.Process | None = None
-        self._reader: asyncio.Task[None] | None = None
+        self._zygote = zygote_process.ZygoteProcess(self._on_exited, self._on_zygote_exit)
         self._refiller: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._idle: collections.deque[LocalSandbox] = collections.deque()
         self._in_use: set[LocalSandbox] = set()
         self._starting = 0
         self._closing = False
-        self._spawned: dict[str, asyncio.Future[int]] = {}
         self._exited_starting: dict[str, asyncio.Event] = {}  # until each one serves
         self._by_id: dict[str, LocalSandbox] = {}
         # Oldest-freed first: a uid (one per slot) rests as long as possible between sandboxes.
@@ -110,7 +105,6 @@ class LocalBackend:
         self._releasing: set[str] = set()
         self._crashed_total = 0
         self._spawned_total = 0
-        self._write_lock = asyncio.Lock()
         self.gate = admission.StartGate(
             self.settings.start_concurrency, self.settings.acquire_timeout_s
         )
@@ -136,7 +130,7 @@ class LocalBackend:
         return self._root
 
     async def start(self) -> None:
-        if self._zygote is not None:
+        if self._zygote.started:
             return
         isolation.check(self.capabilities, self.settings.isolation)
         self.settings.root.mkdir(parents=True, exist_ok=True)
@@ -144,36 +138,7 @@ class LocalBackend:
         _remove_stale(self.settings.root)
         self._root = self.settings.root / f"{os.getpid()}-{secrets.token_hex(3)}"
         self._root.mkdir(mode=0o711)
-        command = [
-            sys.executable,
-            "-m",
-            "a01gym.sandbox.zygote",
-            "--filesystem",
-            self.capabilities.filesystem,
-            *(f"--preload={name}" for name in self.settings.preload),
-        ]
-        if self.capabilities.filesystem == "bwrap":
-            view = isolation.bwrap_command(isolation.interpreter_paths(), [str(self._root)])
-            command = [*view, *command]
-        self._zygote = await asyncio.create_subprocess_exec(
-            *command,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            limit=1024 * 1024,
-        )
-        assert self._zygote.stdout is not None
-        try:
-            async with asyncio.timeout(_READY_TIMEOUT_S):
-                line = await self._zygote.stdout.readline()
-            if json.loads(line or b"{}").get("event") != "ready":
-                raise ValueError(line)
-        except (TimeoutError, ValueError) as exc:
-            await self._stop_zygote()
-            raise SandboxStartError(
-                "the sandbox zygote did not start",
-                hint="run `python -m a01gym.sandbox.zygote` by hand to see its error",
-            ) from exc
-        self._reader = asyncio.create_task(self._read_events(), name="a01gym-zygote-events")
+        await self._zygote.start(self._root, self.capabilities, self.settings.preload)
         self._closing = False
         self._refiller = asyncio.create_task(self._refill(), name="a01gym-pool-refill")
         self._wake.set()
@@ -191,25 +156,10 @@ class LocalBackend:
         sandboxes = [*self._idle, *self._in_use]
         self._idle.clear()
         await asyncio.gather(*(self.release(s) for s in sandboxes), return_exceptions=True)
-        await self._stop_zygote()
+        await self._zygote.stop()
         if self._root is not None:
             shutil.rmtree(self._root, ignore_errors=True)
             self._root = None
-
-    async def _stop_zygote(self) -> None:
-        if self._zygote is None:
-            return
-        if self._zygote.stdin is not None:
-            self._zygote.stdin.close()
-        try:
-            async with asyncio.timeout(5):
-                await self._zygote.wait()
-        except TimeoutError:
-            self._zygote.kill()
-            await self._zygote.wait()
-        await cancel_and_wait(self._reader)
-        self._reader = None
-        self._zygote = None
 
     # -- acquire / release -------------------------------------------------------------------
     async def acquire(self) -> LocalSandbox:
@@ -270,7 +220,7 @@ class LocalBackend:
         try:
             await sandbox.client.aclose()
             if sandbox.alive:
-                await self._command({"op": "kill", "id": sandbox.id})
+                await self._zygote.kill(sandbox.id)
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(10):
                         await sandbox.exited.wait()
@@ -299,13 +249,6 @@ class LocalBackend:
         )
 
     # -- internals ---------------------------------------------------------------------------
-    async def _command(self, message: dict[str, Any]) -> None:
-        if self._zygote is None or self._zygote.stdin is None:
-            raise SandboxError("backend is closed")
-        async with self._write_lock:
-            self._zygote.stdin.write((json.dumps(message) + "\n").encode())
-            await self._zygote.stdin.drain()
-
     async def _spawn(self) -> LocalSandbox:
         """Fork one sandbox and wait until it serves; the caller holds a gate turn and has
         checked that a slot is free."""
@@ -326,38 +269,18 @@ class LocalBackend:
         layout.root.mkdir(mode=0o700)
         if self.capabilities.root:
             os.chown(layout.root, uid, uid)
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._spawned[sandbox_id] = future
         exited = self._exited_starting[sandbox_id] = asyncio.Event()
         started = time.perf_counter()
         try:
-            await self._command(
-                {
-                    "op": "spawn",
-                    "id": sandbox_id,
-                    "dir": str(layout.root),
-                    "uid": uid,
-                    "deadline_s": self.settings.limits.wall_clock_seconds,
-                    "limits": self.settings.limits.model_dump(),
-                    "supervisor": {
-                        "max_file_bytes": self.settings.max_file_bytes,
-                        "max_request_bytes": self.settings.max_request_bytes,
-                        "max_workspace_bytes": self.settings.max_workspace_bytes,
-                        "app_start_timeout_s": self.settings.app_start_timeout_s,
-                        "app_request_timeout_s": self.settings.app_request_timeout_s,
-                        "warm_standby": self.settings.warm_standby,
-                    },
-                }
+            pid = await self._zygote.spawn(sandbox_id, layout.root, uid, self.settings)
+            token = await readiness.wait_ready(
+                layout, started + zygote_process.READY_TIMEOUT_S, exited
             )
-            async with asyncio.timeout(_READY_TIMEOUT_S):
-                pid = await future
-            token = await readiness.wait_ready(layout, started + _READY_TIMEOUT_S, exited)
         except BaseException as exc:
-            self._spawned.pop(sandbox_id, None)
             log_file = layout.root / "supervisor.log"
             log = log_file.read_text(errors="replace")[-2000:] if log_file.exists() else ""
             with contextlib.suppress(SandboxError):
-                await self._command({"op": "kill", "id": sandbox_id})
+                await self._zygote.kill(sandbox_id)
             shutil.rmtree(layout.root, ignore_errors=True)
             self._free_slots.append(slot)
             if isinstance(exc, TimeoutError | SandboxError):
@@ -367,7 +290,6 @@ class LocalBackend:
                 ) from exc
             raise
         finally:
-            self._spawned.pop(sandbox_id, None)
             self._exited_starting.pop(sandbox_id, None)
         sandbox = LocalSandbox(
             id=sandbox_id,
@@ -392,24 +314,14 @@ class LocalBackend:
             raise
         return sandbox
 
-    async def _read_events(self) -> None:
-        assert self._zygote is not None and self._zygote.stdout is not None
-        while line := await self._zygote.stdout.readline():
-            event = json.loads(line)
-            sandbox_id = event.get("id")
-            if event["event"] == "spawned":
-                future = self._spawned.get(sandbox_id)
-                if future is not None and not future.done():
-                    future.set_result(event["pid"])
-            elif event["event"] == "exited":
-                if (exited := self._exited_starting.get(sandbox_id)) is not None:
-                    exited.set()
-                future = self._spawned.get(sandbox_id)
-                if future is not None and not future.done():
-                    future.set_exception(SandboxError("exited during start", sandbox_id=sandbox_id))
-                sandbox = self._by_id.get(sandbox_id)
-                if sandbox is not None:
-                    self._on_exit(sandbox, event)
+    def _on_exited(self, event: dict[str, Any]) -> None:
+        if (exited := self._exited_starting.get(event.get("id"))) is not None:
+            exited.set()
+        sandbox = self._by_id.get(event.get("id"))
+        if sandbox is not None:
+            self._on_exit(sandbox, event)
+
+    def _on_zygote_exit(self) -> None:
         for sandbox in list(self._by_id.values()):
             self._on_exit(sandbox, {"reason": "zygote exited", "code": None})
 

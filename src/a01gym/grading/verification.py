@@ -6,7 +6,7 @@ agent left running can influence the grading.
 
 Grading is bounded and fails closed. Regression tests run first, and the first one that does
 not pass ends the run: the score is then 0 whatever else happens
-(:func:`a01gym.scenario.scoring.decided`). An app that does not start ends it at once. Every
+(:func:`a01gym.grading.scoring.decided`). An app that does not start ends it at once. Every
 app request has a short timeout, and a deadline bounds the run once the sandbox is had;
 whatever has not run by then counts as inconclusive, that is, as not passed.
 :attr:`Verification.ending` says which of these happened.
@@ -22,12 +22,12 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from pydantic import BaseModel
 
-from a01gym.sandbox import protocol, runner
-from a01gym.sandbox.backend import Sandbox, SandboxBackend
-from a01gym.scenario import scoring
+from a01gym.grading import runner, scoring
+from a01gym.grading.scoring import Score
+from a01gym.sandbox import protocol
+from a01gym.sandbox.host.backend import Sandbox, SandboxBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import HttpTest, Outcome, TestKind, TestResult
-from a01gym.scenario.scoring import Score
 
 __all__ = [
     "DEFAULT_DEADLINE_S",

@@ -8,7 +8,7 @@ backend's readiness wait) only begins once it is admitted. The wait itself is bo
 ``timeout_s``, and the error names the setting that bounds it.
 
 The local backend holds one gate and shares it with every sandbox's
-:class:`~a01gym.sandbox.client.SupervisorClient`, so spawns, workspace loads that start the
+:class:`~a01gym.sandbox.host.client.SupervisorClient`, so spawns, workspace loads that start the
 app, and restarts after edits all queue in one line. The Kubernetes backend gates Episode
 starts the same way (its own settings, named by its errors: :data:`KUBERNETES`).
 """

@@ -5,11 +5,11 @@
 ``Ready``, reads the supervisor's token from the per-pod Secret named in the Episode's
 status, and returns a sandbox whose client talks to the pod's supervisor over TCP.
 ``release()`` deletes the Episode; ownerReferences and the operator take the pod and its
-Secret with it. New Episodes start through a :class:`~a01gym.sandbox.admission.StartGate` of
+Secret with it. New Episodes start through a :class:`~a01gym.sandbox.host.admission.StartGate` of
 ``start_concurrency`` turns, as the local backend's sandboxes do: a burst of resets queues (up
 to ``acquire_timeout_s``, which the error names) instead of every Episode's ready timeout
 running at once while the operator works through them. API calls go through
-:mod:`a01gym.sandbox.kube_client`, which the operator (a higher layer) shares; this module also
+:mod:`a01gym.sandbox.host.kube_client`, which the operator (a higher layer) shares; this module also
 names the Episode API both sides speak.
 
 How the token reaches the backend: the operator generates a random token per sandbox pod
@@ -29,14 +29,14 @@ import os
 import time
 from typing import Any
 
-from a01gym.config import KubernetesBackendSettings
+from a01gym.backend_settings import KubernetesBackendSettings
 from a01gym.errors import SandboxError, SandboxStartError, SandboxTimeoutError
-from a01gym.sandbox import admission, container
-from a01gym.sandbox.backend import PoolStats
-from a01gym.sandbox.client import SupervisorClient
-from a01gym.sandbox.episode_watch import EpisodeWatch
-from a01gym.sandbox.kube_client import KubeApiError, KubeClient, resource_path
-from a01gym.sandbox.kube_credentials import KubeCredentials
+from a01gym.sandbox.host import admission, container
+from a01gym.sandbox.host.backend import PoolStats
+from a01gym.sandbox.host.client import SupervisorClient
+from a01gym.sandbox.host.episode_watch import EpisodeWatch
+from a01gym.sandbox.host.kube_client import KubeApiError, KubeClient, resource_path
+from a01gym.sandbox.host.kube_credentials import KubeCredentials
 
 __all__ = [
     "EPISODES",

@@ -19,7 +19,7 @@ any        unknown        inconclusive   false (fail closed)
 ========== ============== ============== ==============
 
 ``passed`` is true exactly when the test counts towards the score (see
-:mod:`a01gym.scenario.scoring`).
+:mod:`a01gym.grading.scoring`).
 """
 
 from __future__ import annotations

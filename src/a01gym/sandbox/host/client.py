@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from a01gym.errors import SandboxError, SandboxLostError, SandboxTimeoutError
-from a01gym.sandbox import admission, protocol
+from a01gym.sandbox import protocol
+from a01gym.sandbox.host import admission
 from a01gym.sandbox.http11 import BadResponseError, Http11Client
 
 __all__ = ["ControlError", "SupervisorClient"]

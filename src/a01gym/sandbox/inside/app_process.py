@@ -1,16 +1,16 @@
 """The app under test: its process (:func:`run_app`) and the supervisor's handle on it.
 
-Apps are forked by a launcher (:mod:`~a01gym.sandbox.app_launcher`), never by the supervisor.
+Apps are forked by a launcher (:mod:`~a01gym.sandbox.inside.app_launcher`), never by the supervisor.
 A *standby* app is forked in the warm pool: it confines itself, runs
-:mod:`~a01gym.sandbox.warmup` to copy the pages an app will write, and waits for its
+:mod:`~a01gym.sandbox.inside.warmup` to copy the pages an app will write, and waits for its
 entrypoint. The warm-up costs ~25 ms of CPU to save ~8 ms of latency, so it is for warm pools
 (the local backend turns it on, pods leave it off) and runs only on spare CPU: the zygote
-skips it when ``/proc/stat`` shows the machine busy (:mod:`~a01gym.sandbox.spare_cpu`), the
+skips it when ``/proc/stat`` shows the machine busy (:mod:`~a01gym.sandbox.inside.spare_cpu`), the
 standby itself when the load average does, and it is abandoned when the entrypoint arrives
 first. (``SCHED_IDLE`` would be neater, but an unprivileged process cannot leave it without
 ``RLIMIT_NICE``, which needs ``CAP_SYS_RESOURCE`` to raise.)
 
-The app is served by :mod:`~a01gym.sandbox.appserver` on the sandbox's Unix socket. Before
+The app is served by :mod:`~a01gym.sandbox.inside.appserver` on the sandbox's Unix socket. Before
 it reports ready, it sends itself one in-process request that matches no route
 (FastAPI builds its included routes and middleware lazily, and anyio starts a worker thread),
 so that cost is not on the first real request. It then writes to a readiness pipe that the
@@ -40,7 +40,7 @@ from typing import Any
 import anyio.to_thread
 import uvloop
 
-from a01gym.sandbox import appserver, bytecode, isolation, preloads, tracebacks, warmup
+from a01gym.sandbox.inside import appserver, bytecode, preloads, spare_cpu, tracebacks, warmup
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import AppState, AppStatus
 
@@ -56,7 +56,7 @@ _BUSY_LOAD_PER_CPU = 1.0  # from this 1-minute load per CPU on, the standby skip
 
 def _warm_up_on_spare_cpu(go_fd: int) -> None:
     """Run the warm-up unless the machine is busy; stop as soon as the entrypoint arrives."""
-    if isolation.load_average() >= _BUSY_LOAD_PER_CPU * len(os.sched_getaffinity(0)):
+    if spare_cpu.load_average() >= _BUSY_LOAD_PER_CPU * len(os.sched_getaffinity(0)):
         return
     with contextlib.suppress(Exception):
         warmup.exercise_app_stack(serve=True, stop=lambda: _readable(go_fd))

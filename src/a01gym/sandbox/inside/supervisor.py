@@ -22,11 +22,11 @@ import urllib.parse
 from typing import Any
 
 from a01gym.sandbox import protocol
-from a01gym.sandbox.app_process import AppProcess
 from a01gym.sandbox.http11 import BadResponseError, Http11Client
+from a01gym.sandbox.inside.app_process import AppProcess
+from a01gym.sandbox.inside.workspace import Workspace, WorkspaceError
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import ErrorCode
-from a01gym.sandbox.workspace import Workspace, WorkspaceError
 from a01gym.scenario.bundle import safe_relative_path
 
 __all__ = ["Supervisor", "SupervisorError", "SupervisorLimits"]

@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from a01gym.sandbox import cow
+from a01gym.sandbox.inside import cow
 
 __all__ = ["OPTIONAL", "Preloader", "wanted_by"]
 

@@ -12,7 +12,7 @@ from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
-from a01gym.sandbox.client import SupervisorClient
+from a01gym.sandbox.host.client import SupervisorClient
 
 __all__ = ["BackgroundReleases", "PoolStats", "Sandbox", "SandboxBackend"]
 

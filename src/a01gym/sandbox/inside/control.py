@@ -4,11 +4,11 @@ Served by :class:`~a01gym.sandbox.http11.Http11Server` (h11) rather than uvicorn
 hundreds of supervisors run at once and each one that way is ~3 MB smaller and a little faster
 per call (measured; see ``bench/sandbox.py``). Every handler is ``async`` and the supervisor
 stays single-threaded; it never forks once its loop runs (see
-:mod:`~a01gym.sandbox.app_launcher`).
+:mod:`~a01gym.sandbox.inside.app_launcher`).
 
 Run standalone (the Kubernetes pod entrypoint)::
 
-    python -m a01gym.sandbox.control --dir /sandbox --port 8080 --token-file /run/token
+    python -m a01gym.sandbox.inside.control --dir /sandbox --port 8080 --token-file /run/token
 """
 
 from __future__ import annotations
@@ -28,12 +28,13 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from a01gym.sandbox import app_launcher, isolation, protocol
-from a01gym.sandbox.app_process import MAX_ENTRYPOINT_BYTES
+from a01gym.sandbox import isolation, protocol
 from a01gym.sandbox.http11 import Http11Server, ServerRequest
+from a01gym.sandbox.inside import app_launcher
+from a01gym.sandbox.inside.app_process import MAX_ENTRYPOINT_BYTES
+from a01gym.sandbox.inside.supervisor import Supervisor, SupervisorError, SupervisorLimits
 from a01gym.sandbox.layout import Layout
 from a01gym.sandbox.protocol import ErrorCode
-from a01gym.sandbox.supervisor import Supervisor, SupervisorError, SupervisorLimits
 
 __all__ = ["ControlApi", "load_or_create_token", "main", "serve"]
 

@@ -12,14 +12,14 @@ stdin/stdout to its one client, the local backend::
 
 Each sandbox is one fork: the zygote unshares new net/IPC/UTS/PID namespaces (as root),
 forks the supervisor into them as PID 1, and returns to its own namespaces
-(:func:`~a01gym.sandbox.isolation.fork_into_new_namespaces`). It reaps the supervisor directly
+(:func:`~a01gym.sandbox.namespaces.fork_into_new_namespaces`). It reaps the supervisor directly
 through a pidfd; no waiter process per sandbox (it cost ~1.4 MB of copied pages each), and no
 helper that forks it (~5 ms of CPU). The supervisor starts a new session, enters
 Landlock, drops to its own uid, sets rlimits and serves. Killing the supervisor kills the
 whole namespace, so nothing a sandbox starts outlives it; and it exits when the zygote dies,
 because it watches the read end of a pipe whose only writer is the zygote (the *lifeline*).
 
-The zygote is also each sandbox's app launcher (:mod:`~a01gym.sandbox.app_launcher`), over a
+The zygote is also each sandbox's app launcher (:mod:`~a01gym.sandbox.inside.app_launcher`), over a
 socket the supervisor inherits: it forks the apps into the sandbox's namespaces, where each
 confines itself as the supervisor did and then further, to the app's own Landlock domain.
 """
@@ -45,12 +45,13 @@ from pathlib import Path
 from typing import Any
 
 from a01gym.config import SandboxLimits
-from a01gym.sandbox import control, cow, isolation, warmup
-from a01gym.sandbox.app_launcher import AppLauncher, LaunchedApp, dispatch, fork_app
+from a01gym.sandbox import isolation
+from a01gym.sandbox.inside import confinement, control, cow, namespaces, warmup
+from a01gym.sandbox.inside.app_launcher import AppLauncher, LaunchedApp, dispatch, fork_app
+from a01gym.sandbox.inside.preloads import OPTIONAL, Preloader
+from a01gym.sandbox.inside.spare_cpu import SpareCpu
+from a01gym.sandbox.inside.supervisor import SupervisorLimits
 from a01gym.sandbox.layout import Layout
-from a01gym.sandbox.preloads import OPTIONAL, Preloader
-from a01gym.sandbox.spare_cpu import SpareCpu
-from a01gym.sandbox.supervisor import SupervisorLimits
 
 __all__ = ["PRELOAD", "main"]
 
@@ -160,7 +161,7 @@ class _Zygote:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         sandbox_id = request["id"]
         try:
-            pid = isolation.fork_into_new_namespaces(self.capabilities)
+            pid = namespaces.fork_into_new_namespaces(self.capabilities)
         except OSError as exc:
             ours.close()
             theirs.close()
@@ -230,7 +231,7 @@ class _Zygote:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child["pid"], signal.SIGKILL)
         if not self.capabilities.namespaces:
-            isolation.kill_session(child["pid"])
+            namespaces.kill_session(child["pid"])
 
     def _reap(self, pidfd: int, sandbox_id: str) -> None:
         child = self.children.pop(sandbox_id)
@@ -239,7 +240,7 @@ class _Zygote:
         _, status = os.waitpid(child["pid"], 0)
         child["launcher"].close()  # without a PID namespace, its apps may still run
         if not self.capabilities.namespaces:
-            isolation.kill_session(child["pid"])
+            namespaces.kill_session(child["pid"])
         code = os.waitstatus_to_exitcode(status)
         _send(
             {
@@ -269,7 +270,7 @@ def _sandbox_main(
 ) -> None:
     """The forked child, PID 1 of its namespaces, becomes the supervisor: never returns."""
     directory = Path(request["dir"])
-    isolation.name_process("a01gym-sup")
+    confinement.name_process("a01gym-sup")
     os.setsid()
     # Move them out of the way first, so that placing one cannot clobber the other.
     moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in (lifeline, launcher)]
@@ -284,7 +285,7 @@ def _sandbox_main(
     os.close(null)
     os.close(log)
     limits = SandboxLimits.model_validate(request["limits"])
-    isolation.enter_sandbox(directory, request["uid"], limits, caps)
+    confinement.enter_sandbox(directory, request["uid"], limits, caps)
     supervisor = SupervisorLimits(**request["supervisor"])
     control.serve(Layout(directory), supervisor, caps, lifeline=3, launcher=4)
     os._exit(0)
@@ -298,13 +299,13 @@ def _confine_app(
     It opens nothing in the sandbox's directory while still root: untrusted code has run
     there, and without Landlock could have planted a symlink.
     """
-    isolation.name_process("a01gym-app")
+    confinement.name_process("a01gym-app")
     null = os.open("/dev/null", os.O_RDWR)
     for target in (0, 1, 2):
         os.dup2(null, target)
     os.close(null)
-    isolation.enter_sandbox(layout.root, uid, limits, caps)
-    isolation.die_with_parent()  # the zygote; set after the uid change, which clears it
+    confinement.enter_sandbox(layout.root, uid, limits, caps)
+    confinement.die_with_parent()  # the zygote; set after the uid change, which clears it
     try:
         layout.create()
     except FileNotFoundError:  # released while this app was being forked: nothing to do
@@ -312,14 +313,14 @@ def _confine_app(
     log = os.open(layout.app_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log, 2)  # startup errors, until the app's own log takes over
     os.close(log)
-    isolation.restrict_app(layout.workspace, layout.app_dir, caps)
+    confinement.restrict_app(layout.workspace, layout.app_dir, caps)
 
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the backend owns our lifetime
-    isolation.name_process("a01gym-zygote")
-    isolation.die_with_parent()
-    isolation.become_subreaper()
+    confinement.name_process("a01gym-zygote")
+    confinement.die_with_parent()
+    confinement.become_subreaper()
     # A handful of descriptors per sandbox (its pid, its launcher socket, its apps'):
     # hundreds of sandboxes outgrow the usual soft limit of 1024.
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -337,7 +338,7 @@ def main() -> None:
             root=capabilities.root, landlock_abi=0, filesystem=filesystem
         )
     if capabilities.root and filesystem != "bwrap":  # a bwrap view is already traversable
-        isolation.expose_interpreter(isolation.interpreter_paths())
+        confinement.expose_interpreter(isolation.interpreter_paths())
     _warm()
     isolation.interpreter_paths()  # cached: every sandbox and app start needs it
     preloader = Preloader()

@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from a01gym.sandbox import container, protocol
-from a01gym.sandbox.backend import Sandbox
+from a01gym.sandbox import protocol
+from a01gym.sandbox.host import container
+from a01gym.sandbox.host.backend import Sandbox
 
 __all__ = ["HOSTILE_APP", "EscapeResult", "Payload", "load", "payloads", "run"]
 

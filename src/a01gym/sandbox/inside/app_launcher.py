@@ -15,7 +15,7 @@ that was started, whether it crashed or was stopped.
 
 There are two launchers, and :class:`AppLauncher` is the logic they share:
 
-- On one machine, the machine-wide zygote (:mod:`~a01gym.sandbox.zygote`) launches every
+- On one machine, the machine-wide zygote (:mod:`~a01gym.sandbox.inside.zygote`) launches every
   sandbox's apps, forking them into the sandbox's namespaces. A sandbox is then two processes,
   not three: a per-sandbox launcher process costs ~2 MB even while idle, because it keeps the
   old copy of every page that both the supervisor and the app rewrite.
@@ -41,9 +41,10 @@ from collections.abc import Callable
 from typing import Any
 
 from a01gym.sandbox import isolation
-from a01gym.sandbox.app_process import MAX_ENTRYPOINT_BYTES, run_app
+from a01gym.sandbox.inside import confinement, namespaces
+from a01gym.sandbox.inside.app_process import MAX_ENTRYPOINT_BYTES, run_app
+from a01gym.sandbox.inside.preloads import Preloader
 from a01gym.sandbox.layout import Layout
-from a01gym.sandbox.preloads import Preloader
 
 __all__ = ["AppLauncher", "LaunchedApp", "dispatch", "fork_app", "serve", "spawn_app_zygote"]
 
@@ -73,7 +74,7 @@ def fork_app(
     ready_read, ready_write = os.pipe()
     go_read, go_write = os.pipe() if entrypoint is None else (-1, -1)
     try:
-        pid = os.fork() if join is None else isolation.fork_in_pid_namespace(join)
+        pid = os.fork() if join is None else namespaces.fork_in_pid_namespace(join)
     except OSError:
         for fd in (ready_read, ready_write, go_read, go_write):
             if fd >= 0:
@@ -82,7 +83,7 @@ def fork_app(
     if pid == 0:
         try:
             if join is not None:
-                isolation.join_namespaces(join)
+                namespaces.join_namespaces(join)
             _close_all_but({ready_write, go_read} - {-1})
             run_app(layout, confine, ready_write, entrypoint=entrypoint, go_fd=go_read, warm=warm)
         finally:
@@ -90,7 +91,7 @@ def fork_app(
     os.close(ready_write)
     if go_read >= 0:
         os.close(go_read)
-    ns_pid = pid if join is None else isolation.namespace_pid(pid)
+    ns_pid = pid if join is None else namespaces.namespace_pid(pid)
     return LaunchedApp(pid=pid, ns_pid=ns_pid, ready=ready_read, go=go_write)
 
 
@@ -274,7 +275,7 @@ class AppLauncher:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 kill(pid, signal.SIGKILL)
         if self._sweep_sessions:
-            isolation.kill_session(pid)
+            namespaces.kill_session(pid)
 
     def close(self) -> None:
         """The supervisor is gone: stop listening, kill what is left (its exits are reaped)."""
@@ -328,13 +329,13 @@ def spawn_app_zygote(
 def _app_zygote_main(
     sock: socket.socket, layout: Layout, caps: isolation.Capabilities, warm_standby: bool
 ) -> None:
-    isolation.die_with_parent()
+    confinement.die_with_parent()
     layout.app_dir.mkdir(exist_ok=True)
-    isolation.restrict_app(layout.workspace, layout.app_dir, caps)
+    confinement.restrict_app(layout.workspace, layout.app_dir, caps)
 
     def confine() -> None:
-        isolation.die_with_parent()
-        isolation.restrict_app(layout.workspace, layout.app_dir, caps)
+        confinement.die_with_parent()
+        confinement.restrict_app(layout.workspace, layout.app_dir, caps)
 
     def fork(entrypoint: str | None) -> LaunchedApp:
         return fork_app(layout, confine, entrypoint=entrypoint, warm=warm_standby)

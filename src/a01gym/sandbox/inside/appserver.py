@@ -32,8 +32,8 @@ from typing import Any
 
 import h11
 
-from a01gym.sandbox import tracebacks
 from a01gym.sandbox.http11 import read_request, serve_connection
+from a01gym.sandbox.inside import tracebacks
 from a01gym.tasks import cancel_and_wait
 
 __all__ = ["AppServer", "StartupFailed"]

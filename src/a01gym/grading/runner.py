@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from a01gym.errors import SandboxError
 from a01gym.sandbox import protocol
-from a01gym.sandbox.client import ControlError, SupervisorClient
+from a01gym.sandbox.host.client import ControlError, SupervisorClient
 from a01gym.scenario import httptest
 from a01gym.scenario.fixtures import FixtureValues
 from a01gym.scenario.httptest import HttpTest, Outcome, StepEvidence, TestResult

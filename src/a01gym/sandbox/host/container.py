@@ -1,7 +1,7 @@
 """The supervisor's container: what every engine that runs one must start, and where.
 
 One source for the pod the operator builds (:mod:`a01gym.operator.builders`), the container
-the Docker backend runs (:mod:`a01gym.sandbox.docker`) and the image that serves both
+the Docker backend runs (:mod:`a01gym.sandbox.host.docker`) and the image that serves both
 (``sandbox-image/Dockerfile``, checked against this module by ``tests/unit/operator``): the
 same command and arguments, the same non-root uid, a read-only root with only the workspace
 and ``/tmp`` writable, and the supervisor's token mounted read-only beside them.
@@ -23,7 +23,7 @@ __all__ = [
     "token_path",
 ]
 
-COMMAND = ("python", "-m", "a01gym.sandbox.control")
+COMMAND = ("python", "-m", "a01gym.sandbox.inside.control")
 PORT = 8080
 """The supervisor's TCP port inside the container."""
 UID = 10001

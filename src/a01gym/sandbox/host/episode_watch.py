@@ -7,7 +7,7 @@ import contextlib
 import logging
 from typing import Any
 
-from a01gym.sandbox.kube_client import KubeApiError, KubeClient, KubeConnectionError
+from a01gym.sandbox.host.kube_client import KubeApiError, KubeClient, KubeConnectionError
 from a01gym.tasks import cancel_and_wait
 
 __all__ = ["EpisodeWatch"]
