@@ -107,7 +107,7 @@ def test_the_openai_eval_agent_plays_a_served_real_model_to_the_hidden_grade(
         try:
             await probe.check_endpoint(timeout_s=60)  # it cannot list its models: goes on
         finally:
-            await probe.client.close()
+            await probe.aclose()
 
     asyncio.run(preflight())
     with gateway_thread(cache, tmp_path / "runs") as url:

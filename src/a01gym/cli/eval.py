@@ -266,8 +266,12 @@ def eval_command(
     async def preflight() -> None:
         """Seconds, not a table of zeros: the model endpoint and the gateway answer."""
         probe = make_agent()
-        if hasattr(probe, "check_endpoint"):
-            await probe.check_endpoint()
+        try:
+            if hasattr(probe, "check_endpoint"):
+                await probe.check_endpoint()
+        finally:
+            if hasattr(probe, "aclose"):
+                await probe.aclose()
         if url is not None:
             await evaluation.check_gateway(url)
 

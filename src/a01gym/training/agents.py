@@ -190,6 +190,11 @@ class OpenAIAgent:
         self.turns = 0
         self.messages: list[dict[str, str]] = []
 
+    async def aclose(self) -> None:
+        """Close the client's connections: an eval makes one agent per episode, and each
+        left open keeps its sockets to the endpoint until garbage collection."""
+        await self.client.close()
+
     def _observation_text(self, observation: Observation) -> str:
         text = str(observation.get("output", ""))
         if len(text) > self.max_observation_chars:

@@ -227,6 +227,9 @@ async def run_episode(
         messages = getattr(agent, "messages", None)
         if isinstance(messages, list):
             record.messages = list(messages)
+        close = getattr(agent, "aclose", None)  # agents that hold connections (openai)
+        if close is not None:
+            await close()
     return record
 
 
