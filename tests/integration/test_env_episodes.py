@@ -340,7 +340,8 @@ async def test_sandbox_is_released_when_an_episode_is_abandoned(
     before = backend.stats().in_use
     await env.reset(seed=8)
     assert backend.stats().in_use == before + 1
-    await env.reset(seed=9)
+    await env.reset(seed=9)  # releases the last episode's sandbox in the background
+    await env.runtime.releases.drain()
     assert backend.stats().in_use == before + 1
     await env.close()
     assert backend.stats().in_use == before

@@ -1,11 +1,11 @@
 """One episode at a time: reset → tool steps → terminal grading, on a warm sandbox.
 
 :class:`A01Environment` is what the gateway holds per session. ``reset`` asks the
-:class:`~a01gym.env.sampler.CurriculumSampler` for a scenario, loads its workspace into a warm
-sandbox from the shared :class:`~a01gym.env.runtime.EnvRuntime`'s backend and answers with
-:mod:`a01gym.env.briefing`'s first observation, which needs nothing from the running app: the
-app starts and the agent's (visible) world is seeded in the background
-(:mod:`a01gym.env.appstart`), and the first tool that needs the app waits for it.
+:class:`~a01gym.env.sampler.CurriculumSampler` for a scenario, takes an empty warm sandbox
+from the shared :class:`~a01gym.env.runtime.EnvRuntime`'s backend and answers with
+:mod:`a01gym.env.briefing`'s first observation, which needs nothing from the sandbox: the
+workspace uploads, the app starts and the agent's (visible) world is seeded in the background
+(:mod:`a01gym.env.appstart`), and the first tool that needs them waits.
 Each ``step`` validates one action and dispatches it: workspace and app tools to
 :mod:`a01gym.env.tools` in the sandbox, ``ask_expert`` to :mod:`a01gym.env.experttool` on this
 side, ``submit`` (or the budget running out) to :mod:`a01gym.env.terminal`, which grades.
@@ -189,8 +189,8 @@ class A01Environment:
             if sandbox is None:
                 spares.make_room()
         app_start = None
-        if sandbox is None:  # the app starts meanwhile; the first tool that needs it waits
-            sandbox = await warm.load(self.runtime.backend, bundle)
+        if sandbox is None:  # prepared meanwhile; the first tool that needs it waits
+            sandbox = await self.runtime.backend.acquire()
             app_start = appstart.AppStart(sandbox, bundle)
         episode_id = params.episode_id or uuid.uuid4().hex
         section = experttool.briefing_note(expert_calls) if expert_calls else ""
@@ -336,12 +336,15 @@ class A01Environment:
         if episode.sandbox is None:
             return tools.ToolOutcome.fail(models.ErrorCode.SANDBOX_LOST, "no sandbox")
         try:
-            if episode.app_start is not None and appstart.needs_app(action):
-                waited = await episode.app_start.wait()
-                if episode.app_start.finished:
+            start = episode.app_start
+            if start is not None and appstart.needs_app(action):
+                waited = await start.wait()
+                if start.finished:
                     episode.app_start = None
                 if waited is not None:
                     return waited
+            elif start is not None and appstart.needs_workspace(action):
+                await start.uploaded()
             outcome = await tools.execute(action, episode.sandbox.client, ctx)
             if outcome.changed_files:
                 episode.remember(action)

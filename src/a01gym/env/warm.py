@@ -1,9 +1,9 @@
 """Warm spares: sandboxes already holding a scenario's app, started, for fast resets and grading.
 
-A reset without a spare answers once the workspace is loaded (:func:`load`) and starts the app
-in the background, so its first request to the app waits for the start; a spare's app already
-runs with the visible world seeded, so nothing waits. Acquiring and starting a fresh sandbox
-is also a third of grading's latency.
+A reset without a spare answers as soon as it holds an empty sandbox and prepares it in the
+background (:mod:`a01gym.env.appstart`), so its first request to the app waits for the start;
+a spare's app already runs with the visible world seeded, so nothing waits. Acquiring and
+starting a fresh sandbox is also a third of grading's latency.
 GRPO samples each prompt several times in a row, so the scenario a reset picks is very often
 one that was just used; :class:`WarmSpares` keeps a few sandboxes prepared for recently used
 scenarios and refills them in the background. Two kinds: an *episode* spare also has the
@@ -35,7 +35,7 @@ from a01gym.sandbox import protocol
 from a01gym.sandbox.host.backend import BackgroundReleases, Sandbox, SandboxBackend
 from a01gym.scenario.bundle import Bundle
 
-__all__ = ["Kind", "WarmSpares", "load", "prepare"]
+__all__ = ["Kind", "WarmSpares", "prepare"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,23 +43,6 @@ logger = logging.getLogger(__name__)
 class Kind(enum.StrEnum):
     EPISODE = "episode"  # started, visible world seeded
     GRADING = "grading"  # started only
-
-
-async def load(backend: SandboxBackend, bundle: Bundle) -> Sandbox:
-    """A sandbox from the backend's warm pool holding ``bundle``'s workspace, its app not
-    started: all a reset needs to answer (:mod:`a01gym.env.appstart` starts the app).
-
-    Raises:
-        SandboxError: when the sandbox fails.
-    """
-    sandbox = await backend.acquire()
-    try:
-        await sandbox.client.load_workspace(bundle.workspace, entrypoint=bundle.manifest.entrypoint)
-    except BaseException:
-        with contextlib.suppress(Exception):
-            await backend.release(sandbox)
-        raise
-    return sandbox
 
 
 async def prepare(backend: SandboxBackend, bundle: Bundle, kind: Kind = Kind.EPISODE) -> Sandbox:
