@@ -74,6 +74,11 @@ def runtime_deps(runtime: EnvRuntime, *, own_backend: bool = True) -> GatewayDep
         except Exception:
             return None
 
+    async def startup() -> None:
+        if own_backend:
+            await backend.start()
+        runtime.start_preload()
+
     async def shutdown() -> None:
         await runtime.close()
         if own_backend:
@@ -85,7 +90,7 @@ def runtime_deps(runtime: EnvRuntime, *, own_backend: bool = True) -> GatewayDep
         pool_stats=stats,
         spares=lambda: runtime.spares.count if runtime.spares is not None else 0,
         curriculum=runtime.sampler.stats,
-        startup=backend.start if own_backend else None,
+        startup=startup,
         shutdown=shutdown,
     )
 

@@ -17,6 +17,8 @@ import dataclasses
 import hashlib
 import io
 import json
+import os
+import stat
 import tarfile
 from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
@@ -194,13 +196,27 @@ def _parse(origin: str, files: dict[str, bytes], name: str, model: Any) -> Any:
 
 
 def _read_dir(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` by relative POSIX path, in path order; a link is refused.
+
+    ``os.walk`` rather than ``Path.rglob``: 40% less time (4.8 against 7.7 ms a 21-file bench
+    bundle, interleaved, load ~8; 2.0 against 3.7 ms quieter), timed over the 40 bundles of
+    ``~/.cache/a01gym/bench/factory-40-*/cache/v1/`` on 2026-11-29. A reset reads a bundle
+    when its scenario is not in the sampler's memory.
+    """
     files: dict[str, bytes] = {}
-    for path in sorted(root.rglob("*")):
-        if path.is_symlink():
-            raise BundleError(str(root), f"symlink {path.relative_to(root)} is not allowed")
-        if path.is_file():
-            files[path.relative_to(root).as_posix()] = path.read_bytes()
-    return files
+    top = os.fspath(root)
+    for directory, subdirs, names in os.walk(top):
+        prefix = os.path.relpath(directory, top).replace(os.sep, "/") + "/"
+        prefix = "" if prefix == "./" else prefix
+        for name in (*subdirs, *names):
+            path = os.path.join(directory, name)
+            mode = os.lstat(path).st_mode
+            if stat.S_ISLNK(mode):
+                raise BundleError(str(root), f"symlink {prefix}{name} is not allowed")
+            if stat.S_ISREG(mode):
+                with open(path, "rb") as file:
+                    files[prefix + name] = file.read()
+    return dict(sorted(files.items(), key=lambda item: item[0].split("/")))
 
 
 def _read_tar(archive: Path) -> dict[str, bytes]:

@@ -6,6 +6,7 @@ import collections
 import dataclasses
 import json
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -100,3 +101,39 @@ def test_directory_source_reads_bundle_labels(idor_bundle: Bundle) -> None:
     assert entry.family == idor_bundle.hidden.labels["family"]
     assert entry.split == "train"
     assert source.load(entry.hash).manifest.name == idor_bundle.manifest.name
+
+
+@dataclasses.dataclass
+class CountingSource(ListSource):
+    """Loads the fixture bundle for every hash but ``broken``'s; records the order of loads."""
+
+    bundle: Bundle | None = None
+    broken: str = ""
+    loads: list[str] = dataclasses.field(default_factory=list)
+
+    def load(self, hash: str) -> Bundle:
+        self.loads.append(hash)
+        if hash == self.broken or self.bundle is None:
+            raise ScenarioError(f"unreadable {hash}")
+        return self.bundle
+
+
+def test_preload_fills_memory_default_split_first_and_skips_what_fails(
+    idor_bundle: Bundle,
+) -> None:
+    source = CountingSource(SOURCE.items, bundle=idor_bundle, broken="b" * 8)
+    s = sampler.CurriculumSampler(source, bundle_cache_size=3)
+    loaded = s.preload(threading.Event(), first_split="eval")
+    assert source.loads == ["d" * 8, "a" * 8, "b" * 8]  # eval first, then by hash, up to 3
+    assert loaded == 2
+    source.loads.clear()
+    assert s.load("d" * 8) is idor_bundle and s.load("a" * 8) is idor_bundle
+    assert source.loads == []  # resets find them in memory
+
+
+def test_preload_stops_when_asked(idor_bundle: Bundle) -> None:
+    source = CountingSource(SOURCE.items, bundle=idor_bundle)
+    stop = threading.Event()
+    stop.set()
+    assert sampler.CurriculumSampler(source).preload(stop) == 0
+    assert source.loads == []

@@ -79,3 +79,28 @@ def test_patched_workspace_overlays_and_deletes():
     files = bundle.patched_workspace(Patch(files={"TASK.md": None, "new.py": "x = 1\n"}))
     assert "TASK.md" not in files and files["new.py"] == b"x = 1\n"
     assert "TASK.md" in bundle.workspace
+
+
+@pytest.mark.parametrize("target", ["file", "directory"])
+def test_a_bundle_directory_with_a_link_is_refused_and_names_it(tmp_path, target):
+    bundle = Bundle.load(FIXTURE)
+    bundle.write(tmp_path / "b")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("not the bundle's")
+    link = tmp_path / "b" / "workspace" / "app" / "extra"
+    link.symlink_to(outside / "secret.txt" if target == "file" else outside)
+    with pytest.raises(BundleError, match="symlink workspace/app/extra is not allowed"):
+        Bundle.load(tmp_path / "b")
+
+
+def test_a_bundle_directory_loads_every_file_in_path_order(tmp_path):
+    bundle = Bundle.load(FIXTURE)
+    bundle.write(tmp_path / "b")
+    (tmp_path / "b" / "workspace" / "app-notes.txt").write_text("sorts after app/")
+    loaded = Bundle.load(tmp_path / "b")
+    paths = list(loaded.workspace)
+    assert paths == sorted(paths, key=lambda p: p.split("/"))
+    last_in_app = max(i for i, p in enumerate(paths) if p.startswith("app/"))
+    assert paths.index("app-notes.txt") > last_in_app
+    assert set(paths) == set(bundle.workspace) | {"app-notes.txt"}
