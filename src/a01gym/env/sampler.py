@@ -366,16 +366,10 @@ class CurriculumSampler:
         return random.Random(seed).choices(entries, weights=values, k=1)[0]
 
     def preload(self, stop: threading.Event, *, first_split: str | None = None) -> int:
-        """Load bundles into memory until the cache is full or ``stop`` is set, so that
-        resets do not read them: ``first_split``'s scenarios first, then the rest. Run at the
-        gateway's start, in a thread. A bundle that fails to load is skipped (its reset
-        reports why). Returns how many were loaded.
-
-        Why: on a cache of a few hundred scenarios most resets are a scenario's first, and
-        reading and parsing its bundle (~20 files) was 60% of a reset's CPU (py-spy over
-        ``bench/runtime.py``'s resets, 2026-11-29; a cache larger than ``bundle_cache_size``
-        still reads the rest at reset).
-        """
+        """Load bundles into memory (``first_split``'s first) until the cache is full or
+        ``stop`` is set; returns how many. At the gateway's start, in a thread: most resets
+        of a fresh gateway are a scenario's first, and reading its bundle was 60% of a
+        reset's CPU (py-spy, ``bench/runtime.py``, 2026-11-29). A failing bundle is skipped."""
         entries = sorted(self.source.entries(), key=lambda e: (e.split != first_split, e.hash))
         loaded = 0
         for entry in entries[: self._cache_size]:
