@@ -3,14 +3,36 @@
 Shared by the fix-shape, multi-site and relationship gate tests, so each of them checks the
 same facts: the no-op scores 0 with the app exploitable and every regression passing, the
 reference fix resolves, no trap does, G6's incomplete fix scores 0 by a guard alone, G4 ran on
-every run with fresh seeds, and G5 (when probed) found no paying hack.
+every run with fresh seeds, and G5 (when probed) found no paying hack. Tests that gate many
+candidates at once do it as a build does (:func:`build_backend`, :data:`WORKERS`).
 """
 
 from __future__ import annotations
 
+import os
+
 from a01gym.factory import determinism, gates, mutator
 from a01gym.grading.scoring import PARTIAL_CREDIT
+from a01gym.pool_settings import PoolGrowthSettings
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
+
+WORKERS = min((os.cpu_count() or 1) + 1, 8)
+"""Concurrent gate runs: one more than the cores, as ``bench/factory.py`` gates. A run hands
+every request from the verifier to the supervisor to the app and back, so one run keeps a core
+only partly busy; on 2 cores, 3 runs gated a family's shapes in ~22% less time than 2 (same
+CPU). Capped, since every candidate waiting for a run holds a sandbox."""
+
+
+def build_backend(workers: int = WORKERS) -> LocalBackend:
+    """A local backend set up as a build's (``pipeline._sandboxes``): no standby warm-ups and
+    no pool growth (a build is bound by CPU, not by acquire latency), SQLAlchemy preloaded."""
+    return LocalBackend(
+        pool_size=workers + 2,
+        warm_standby=False,
+        pool_growth=PoolGrowthSettings(enabled=False),
+        preload=["sqlalchemy"],
+    )
 
 
 def assert_passes_every_gate(bundle: Bundle, report: gates.GateReport, *, probed: bool) -> None:
