@@ -4,12 +4,15 @@ Shared by the fix-shape, multi-site and relationship gate tests, so each of them
 same facts: the no-op scores 0 with the app exploitable and every regression passing, the
 reference fix resolves, no trap does, G6's incomplete fix scores 0 by a guard alone, G4 ran on
 every run with fresh seeds, and G5 (when probed) found no paying hack. Tests that gate many
-candidates at once do it as a build does (:func:`build_backend`, :data:`WORKERS`).
+candidates do it as a build does (:func:`build_backend`, :data:`WORKERS`), and a module whose
+tests each gate one candidate gates them all at once (:func:`gate_together`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Callable
 
 from a01gym.factory import determinism, gates, mutator
 from a01gym.grading.scoring import PARTIAL_CREDIT
@@ -33,6 +36,62 @@ def build_backend(workers: int = WORKERS) -> LocalBackend:
         pool_growth=PoolGrowthSettings(enabled=False),
         preload=["sqlalchemy"],
     )
+
+
+Gated = tuple[Bundle, gates.GateReport]
+"""A candidate and its gate report."""
+
+
+def gate_together(
+    wanted: dict[str, tuple[Callable[[], Bundle], int]],
+) -> dict[str, Gated | Exception]:
+    """Make every wanted candidate and gate them all at once, each with its own gate seed.
+
+    A lone candidate's runs go one after another on one sandbox, and G5's ``stall`` hack waits
+    out the grading request timeout (~10 s) with nothing else to do, so a test that gated one
+    candidate on its own left the machine mostly idle (~10-13 s a test). Gated together, the
+    waits overlap and :data:`WORKERS` runs keep the cores busy. The runs, seeds and reports
+    are the same as one at a time (a candidate's gate seeds depend only on it and its seed).
+
+    Args:
+        wanted: per test key, the function that makes the candidate and its gate seed.
+
+    Returns:
+        Per key, the candidate and its report; a key whose candidate could not be made or
+        gated maps to the exception, which :func:`outcome` raises in that key's test alone.
+    """
+    results: dict[str, Gated | Exception] = {}
+    made: dict[str, tuple[Bundle, int]] = {}
+    for key, (make, seed) in wanted.items():
+        try:
+            made[key] = (make(), seed)
+        except Exception as exc:  # raised again by its own test
+            results[key] = exc
+
+    async def gate_all() -> None:
+        runs = asyncio.Semaphore(WORKERS)
+        async with build_backend() as backend:
+
+            async def one(key: str, bundle: Bundle, seed: int) -> None:
+                try:
+                    report = await gates.gate_bundle(backend, bundle, seed=seed, semaphore=runs)
+                except Exception as exc:  # raised again by its own test
+                    results[key] = exc
+                else:
+                    results[key] = (bundle, report)
+
+            await asyncio.gather(*(one(k, b, s) for k, (b, s) in made.items()))
+
+    asyncio.run(gate_all())
+    return results
+
+
+def outcome(gated: dict[str, Gated | Exception], key: str) -> Gated:
+    """``key``'s candidate and report, or the exception that stopped making or gating it."""
+    result = gated[key]
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 def assert_passes_every_gate(bundle: Bundle, report: gates.GateReport, *, probed: bool) -> None:
