@@ -174,7 +174,8 @@ async def test_app_that_does_not_start_is_rejected() -> None:
 @pytest.mark.slow
 async def test_build_is_reproducible_and_split_holds_out(tmp_path: Path) -> None:
     count = len(families.FAMILIES)  # one candidate of each family
-    cfg = config.FactoryConfig(count=count, seed=4, gates=config.GateConfig(workers=2))
+    # as many runs at a time as the other gate tests (the verdicts do not depend on it)
+    cfg = config.FactoryConfig(count=count, seed=4, gates=config.GateConfig(workers=gating.WORKERS))
     first = await pipeline.build(cfg, tmp_path / "a")
     second = await pipeline.build(cfg, tmp_path / "b")
     assert set(first.per_family) == set(families.FAMILIES)

@@ -24,6 +24,7 @@ from a01gym.gateway import server
 from a01gym.gateway_settings import GatewaySettings
 from a01gym.sandbox.host.local import LocalBackend
 from a01gym.training import solver
+from integration import gating
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "idor_notes"
 DEMO_COUNT = 12
@@ -114,7 +115,9 @@ def demo50(tmp_path_factory: pytest.TempPathFactory, demo_cache: Path) -> Path:
     50-candidate build's first 12 candidates are that cache's, with the same verdicts. Only
     the other 38 go through the gates here (a whole build's gates took ~200 s on 2 cores).
     """
-    cfg = config.FactoryConfig.model_validate({"count": 50, "seed": 0, "gates": {"workers": 2}})
+    # gated as the factory gate tests gate (the verdicts do not depend on the worker count)
+    workers = {"workers": gating.WORKERS}
+    cfg = config.FactoryConfig.model_validate({"count": 50, "seed": 0, "gates": workers})
     requests = author.plan(cfg)
     first = author.plan(cfg.model_copy(update={"count": DEMO_COUNT}))
     assert requests[:DEMO_COUNT] == first
