@@ -62,7 +62,9 @@ def demo_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 12-scenario demo-config cache (seed 0), built once per session: copy it before use.
 
     Building it gates every candidate (~40 s); the training, docs and chart tests all serve the
-    same one, each from its own copy (serving and training write beside the index).
+    same one, each from its own copy (serving and training write beside the index). The
+    solver test's 50-scenario cache builds on a copy too (its first 12 candidates are these):
+    change the count or the seed there as well.
     """
     from a01gym.factory import pipeline
 

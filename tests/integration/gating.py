@@ -3,14 +3,95 @@
 Shared by the fix-shape, multi-site and relationship gate tests, so each of them checks the
 same facts: the no-op scores 0 with the app exploitable and every regression passing, the
 reference fix resolves, no trap does, G6's incomplete fix scores 0 by a guard alone, G4 ran on
-every run with fresh seeds, and G5 (when probed) found no paying hack.
+every run with fresh seeds, and G5 (when probed) found no paying hack. Tests that gate many
+candidates do it as a build does (:func:`build_backend`, :data:`WORKERS`), and a module whose
+tests each gate one candidate gates them all at once (:func:`gate_together`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+from collections.abc import Callable
+
 from a01gym.factory import determinism, gates, mutator
 from a01gym.grading.scoring import PARTIAL_CREDIT
+from a01gym.pool_settings import PoolGrowthSettings
+from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
+
+WORKERS = min((os.cpu_count() or 1) + 1, 8)
+"""Concurrent gate runs: one more than the cores, as ``bench/factory.py`` gates. A run hands
+every request from the verifier to the supervisor to the app and back, so one run keeps a core
+only partly busy; on 2 cores, 3 runs gated a family's shapes in ~22% less time than 2 (same
+CPU). Capped, since every candidate waiting for a run holds a sandbox."""
+
+
+def build_backend(workers: int = WORKERS) -> LocalBackend:
+    """A local backend set up as a build's (``pipeline._sandboxes``): no standby warm-ups and
+    no pool growth (a build is bound by CPU, not by acquire latency), SQLAlchemy preloaded."""
+    return LocalBackend(
+        pool_size=workers + 2,
+        warm_standby=False,
+        pool_growth=PoolGrowthSettings(enabled=False),
+        preload=["sqlalchemy"],
+    )
+
+
+Gated = tuple[Bundle, gates.GateReport]
+"""A candidate and its gate report."""
+
+
+def gate_together(
+    wanted: dict[str, tuple[Callable[[], Bundle], int]],
+) -> dict[str, Gated | Exception]:
+    """Make every wanted candidate and gate them all at once, each with its own gate seed.
+
+    A lone candidate's runs go one after another on one sandbox, and G5's ``stall`` hack waits
+    out the grading request timeout (~10 s) with nothing else to do, so a test that gated one
+    candidate on its own left the machine mostly idle (~10-13 s a test). Gated together, the
+    waits overlap and :data:`WORKERS` runs keep the cores busy. The runs, seeds and reports
+    are the same as one at a time (a candidate's gate seeds depend only on it and its seed).
+
+    Args:
+        wanted: per test key, the function that makes the candidate and its gate seed.
+
+    Returns:
+        Per key, the candidate and its report; a key whose candidate could not be made or
+        gated maps to the exception, which :func:`outcome` raises in that key's test alone.
+    """
+    results: dict[str, Gated | Exception] = {}
+    made: dict[str, tuple[Bundle, int]] = {}
+    for key, (make, seed) in wanted.items():
+        try:
+            made[key] = (make(), seed)
+        except Exception as exc:  # raised again by its own test
+            results[key] = exc
+
+    async def gate_all() -> None:
+        runs = asyncio.Semaphore(WORKERS)
+        async with build_backend() as backend:
+
+            async def one(key: str, bundle: Bundle, seed: int) -> None:
+                try:
+                    report = await gates.gate_bundle(backend, bundle, seed=seed, semaphore=runs)
+                except Exception as exc:  # raised again by its own test
+                    results[key] = exc
+                else:
+                    results[key] = (bundle, report)
+
+            await asyncio.gather(*(one(k, b, s) for k, (b, s) in made.items()))
+
+    asyncio.run(gate_all())
+    return results
+
+
+def outcome(gated: dict[str, Gated | Exception], key: str) -> Gated:
+    """``key``'s candidate and report, or the exception that stopped making or gating it."""
+    result = gated[key]
+    if isinstance(result, Exception):
+        raise result
+    return result
 
 
 def assert_passes_every_gate(bundle: Bundle, report: gates.GateReport, *, probed: bool) -> None:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from a01gym.factory import author, compiler, config, domains, families, gates
-from a01gym.sandbox.host.local import LocalBackend
+
+from . import gating
 
 
 async def test_every_domain_passes_every_gate() -> None:
@@ -13,8 +14,8 @@ async def test_every_domain_passes_every_gate() -> None:
         # One family per domain, rotating, so every family meets several domains.
         cfg = config.FactoryConfig(count=1, domains=[domain_id], families=[fams[index % len(fams)]])
         bundles.append(compiler.compile_bundle(author.TemplateAuthor().draft(author.plan(cfg)[0])))
-    async with LocalBackend(pool_size=4) as backend:
-        reports = await gates.gate_many(backend, bundles, workers=2, seed=11)
+    async with gating.build_backend() as backend:  # gated as a build gates
+        reports = await gates.gate_many(backend, bundles, workers=gating.WORKERS, seed=11)
     for bundle, report in zip(bundles, reports, strict=True):
         assert report.admitted, f"{bundle.hidden.labels['domain']}: {report.reason}"
         assert report.probes and all(p.ran and p.score == 0.0 for p in report.probes)

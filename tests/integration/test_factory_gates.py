@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -38,7 +40,7 @@ from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import TestKind
 
-from .gating import assert_passes_every_gate
+from . import gating
 from .orm_shapes import RELATIONSHIP_SITES, relationship_bundle
 
 
@@ -51,35 +53,53 @@ def test_the_catalog_numbers_its_families_without_gaps() -> None:
     assert sorted(families.FAMILIES) == [f"F{n:02d}" for n in range(1, len(families.FAMILIES) + 1)]
 
 
+@pytest.fixture(scope="module")
+def gated() -> dict[str, gating.Gated | Exception]:
+    """The candidates this module's tests expect through the gates, gated at once
+    (:func:`.gating.gate_together`): each relationship shape (gate seed 3), the secure export
+    (seed 3) and each family's visible reproduction (seed 1)."""
+    wanted: dict[str, tuple[Callable[[], Bundle], int]] = {
+        f"relationship-{family}-{site}-{fix}": (
+            functools.partial(relationship_bundle, family, site, fix),
+            3,
+        )
+        for family, site in RELATIONSHIP_SITES
+        for fix in orm_relationship.FIXES
+    }
+    wanted["secure-export"] = (_secure_export_bundle, 3)
+    for family in _REPRODUCED:
+        wanted[f"visible-{family}"] = (functools.partial(_visible_reproduction_bundle, family), 1)
+    return gating.gate_together(wanted)
+
+
 @pytest.mark.parametrize("fix", orm_relationship.FIXES)
 @pytest.mark.parametrize(("family", "site"), RELATIONSHIP_SITES)
-async def test_relationship_shape_passes_every_gate(family: str, site: str, fix: str) -> None:
+def test_relationship_shape_passes_every_gate(
+    family: str, site: str, fix: str, gated: dict[str, gating.Gated | Exception]
+) -> None:
     # The ORM relationship that loads too much (owner.<records> serialised whole): exploitable
     # as the family's catalogue entry says, fixed by the drawn condition, and its over-fix
     # (only the caller's own children) breaks a legitimate read and scores 0.
-    bundle = relationship_bundle(family, site, fix)
+    bundle, report = gating.outcome(gated, f"relationship-{family}-{site}-{fix}")
     repository = bundle.workspace["app/repository.py"].decode()
     assert "options(selectinload(User." in repository or "for row in owner." in repository
-    report = await _passes_every_gate(bundle)
+    gating.assert_passes_every_gate(bundle, report, probed=True)
     over_fix = next(run for run in report.runs if run.name == "trap:over_filter")
     assert over_fix.score == 0.0 and over_fix.regression < 1.0
 
 
-async def test_secure_export_read_through_the_relationship_passes_every_gate() -> None:
+def _secure_export_bundle() -> Bundle:
+    return relationship_bundle("F03", "record.export", "scoped", trap=None)
+
+
+def test_secure_export_read_through_the_relationship_passes_every_gate(
+    gated: dict[str, gating.Gated | Exception],
+) -> None:
     # F03 scenarios draw the shape too: their reference fix routes the export through the
     # repository, whose secure relationship read must keep every legitimate row.
-    bundle = relationship_bundle("F03", "record.export", "scoped", trap=None)
+    bundle, report = gating.outcome(gated, "secure-export")
     assert "selectinload(User." in bundle.workspace["app/repository.py"].decode()
-    await _passes_every_gate(bundle)
-
-
-async def _passes_every_gate(bundle: Bundle, *, probe_hacks: bool = True) -> gates.GateReport:
-    async with LocalBackend(pool_size=2) as backend:
-        report = await gates.gate_bundle(
-            backend, bundle, seed=3, semaphore=asyncio.Semaphore(2), probe_hacks=probe_hacks
-        )
-    assert_passes_every_gate(bundle, report, probed=probe_hacks)
-    return report
+    gating.assert_passes_every_gate(bundle, report, probed=True)
 
 
 def _visible_reproduction_bundle(family: str) -> Bundle:
@@ -98,15 +118,17 @@ def _visible_reproduction_bundle(family: str) -> Bundle:
     return dataclasses.replace(bundle, hidden=hidden).with_hash()
 
 
-@pytest.mark.parametrize(
-    "family", [f.id for f in families.FAMILIES.values() if f.exploits is not None]
-)
-async def test_visible_reproduction_fails_on_the_app_and_passes_after_the_fix(family: str) -> None:
+_REPRODUCED = [f.id for f in families.FAMILIES.values() if f.exploits is not None]
+"""The families whose hint level 4 shows a visible reproduction."""
+
+
+@pytest.mark.parametrize("family", _REPRODUCED)
+def test_visible_reproduction_fails_on_the_app_and_passes_after_the_fix(
+    family: str, gated: dict[str, gating.Gated | Exception]
+) -> None:
     # The agent's reproduction (hint level 4) must show the bug in its own world, and the
     # reference fix must block it, or the hint misleads.
-    bundle = _visible_reproduction_bundle(family)
-    async with LocalBackend(pool_size=2) as backend:
-        report = await gates.gate_bundle(backend, bundle, seed=1, semaphore=asyncio.Semaphore(2))
+    _, report = gating.outcome(gated, f"visible-{family}")
     assert report.admitted, report.reason
 
 
@@ -152,7 +174,8 @@ async def test_app_that_does_not_start_is_rejected() -> None:
 @pytest.mark.slow
 async def test_build_is_reproducible_and_split_holds_out(tmp_path: Path) -> None:
     count = len(families.FAMILIES)  # one candidate of each family
-    cfg = config.FactoryConfig(count=count, seed=4, gates=config.GateConfig(workers=2))
+    # as many runs at a time as the other gate tests (the verdicts do not depend on it)
+    cfg = config.FactoryConfig(count=count, seed=4, gates=config.GateConfig(workers=gating.WORKERS))
     first = await pipeline.build(cfg, tmp_path / "a")
     second = await pipeline.build(cfg, tmp_path / "b")
     assert set(first.per_family) == set(families.FAMILIES)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import ast
 import asyncio
 import dataclasses
+import functools
 import json
+from collections.abc import Callable
 
 import pytest
 
@@ -22,6 +24,7 @@ from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import TestKind
 from a01gym.scenario.manifest import Patch
 
+from . import gating
 from .orm_shapes import RELATIONSHIP_SITES, relationship_bundle
 
 
@@ -34,10 +37,24 @@ def _with_hidden(bundle: Bundle, **update: object) -> Bundle:
     return dataclasses.replace(bundle, hidden=bundle.hidden.model_copy(update=update)).with_hash()
 
 
-async def test_sound_scenario_survives_every_hack_and_records_them() -> None:
-    bundle = _bundle("F02")
-    async with LocalBackend(pool_size=2) as backend:
-        report = await gates.gate_bundle(backend, bundle, seed=5, semaphore=asyncio.Semaphore(2))
+@pytest.fixture(scope="module")
+def gated() -> dict[str, gating.Gated | Exception]:
+    """The sound candidates whose every hack this module checks, gated at once
+    (:func:`.gating.gate_together`): F02's first (gate seed 5) and each relationship shape with
+    the ``filter`` condition (seed 6)."""
+    wanted: dict[str, tuple[Callable[[], Bundle], int]] = {
+        "sound": (functools.partial(_bundle, "F02"), 5)
+    }
+    for family, site in RELATIONSHIP_SITES:
+        make = functools.partial(relationship_bundle, family, site, "filter")
+        wanted[f"relationship-{family}-{site}"] = (make, 6)
+    return gating.gate_together(wanted)
+
+
+def test_sound_scenario_survives_every_hack_and_records_them(
+    gated: dict[str, gating.Gated | Exception],
+) -> None:
+    _, report = gating.outcome(gated, "sound")
     assert report.admitted, report.reason
     assert [p.hack for p in report.probes] == list(hacks.HACKS)
     assert {"deny_all", "stall", "empty_routers", "visible_actors_only"} <= set(hacks.HACKS)
@@ -58,11 +75,11 @@ async def test_sound_scenario_survives_every_hack_and_records_them() -> None:
 
 
 @pytest.mark.parametrize(("family", "site"), RELATIONSHIP_SITES)
-async def test_relationship_shape_survives_every_hack(family: str, site: str) -> None:
+def test_relationship_shape_survives_every_hack(
+    family: str, site: str, gated: dict[str, gating.Gated | Exception]
+) -> None:
     # The ORM relationship shape's app serves the same routes; no generic hack may pay on it.
-    bundle = relationship_bundle(family, site, "filter")
-    async with LocalBackend(pool_size=2) as backend:
-        report = await gates.gate_bundle(backend, bundle, seed=6, semaphore=asyncio.Semaphore(2))
+    _, report = gating.outcome(gated, f"relationship-{family}-{site}")
     assert report.admitted, report.reason
     assert [p.hack for p in report.probes] == list(hacks.HACKS)
     for result in report.probes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,14 +17,18 @@ from a01gym.config import Settings
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
 from a01gym.errors import ConfigError
-from a01gym.factory import pipeline
+from a01gym.factory import author, config, pipeline
+from a01gym.factory.cache import ScenarioCache
 from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
 from a01gym.gateway_settings import GatewaySettings
 from a01gym.sandbox.host.local import LocalBackend
 from a01gym.training import solver
+from integration import gating
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "idor_notes"
+DEMO_COUNT = 12
+"""Candidates in the session's ``demo_cache`` (tests/conftest.py, seed 0)."""
 
 
 def _apply(text: str, hunks: list[solver.Hunk]) -> str:
@@ -102,11 +107,24 @@ def test_eval_registry_builds_the_solver_and_needs_a_cache() -> None:
 
 # -- real scenarios through the gateway ------------------------------------------------------
 @pytest.fixture(scope="module")
-def demo50(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A demo-size cache (what `a01gym demo` builds by default: 50 scenarios, 20 families)."""
+def demo50(tmp_path_factory: pytest.TempPathFactory, demo_cache: Path) -> Path:
+    """A demo-size cache (what `a01gym demo` builds by default: 50 scenarios, every family).
+
+    Built on a copy of the session's demo cache: a plan's first requests do not depend on its
+    count, and a candidate's gate seeds only on the build's seed and the bundle, so the
+    50-candidate build's first 12 candidates are that cache's, with the same verdicts. Only
+    the other 38 go through the gates here (a whole build's gates took ~200 s on 2 cores).
+    """
+    # gated as the factory gate tests gate (the verdicts do not depend on the worker count)
+    workers = {"workers": gating.WORKERS}
+    cfg = config.FactoryConfig.model_validate({"count": 50, "seed": 0, "gates": workers})
+    requests = author.plan(cfg)
+    first = author.plan(cfg.model_copy(update={"count": DEMO_COUNT}))
+    assert requests[:DEMO_COUNT] == first
     path = tmp_path_factory.mktemp("cache") / "demo"
-    summary = pipeline.build_demo(path, count=50, seed=0)
-    assert summary.admitted >= 40, summary
+    shutil.copytree(demo_cache, path)
+    summary = asyncio.run(pipeline.build(cfg, path, requests=requests[DEMO_COUNT:]))
+    assert len(ScenarioCache(path).entries()) >= 40, summary
     return path
 
 
