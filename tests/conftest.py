@@ -6,6 +6,7 @@ import gc
 import os
 from collections.abc import AsyncIterator, Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 import pytest_asyncio
@@ -13,6 +14,9 @@ import pytest_asyncio
 from a01gym.sandbox import isolation
 from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
+
+if TYPE_CHECKING:
+    from a01gym.env.environment import A01Environment
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -55,6 +59,25 @@ async def backend() -> AsyncIterator[LocalBackend]:
     """One real backend per test module (starting a zygote costs ~0.5 s)."""
     async with LocalBackend(pool_size=2) as started:
         yield started
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def env(backend: LocalBackend, tmp_path: Path) -> AsyncIterator[A01Environment]:
+    """An environment serving the ``idor_notes`` fixture on the module's backend, its
+    episode logs under ``tmp_path``."""
+    from a01gym.env import environment, sampler
+    from a01gym.env.logger import RunLogger
+
+    runtime = environment.EnvRuntime(
+        backend=backend,
+        sampler=sampler.CurriculumSampler(sampler.DirectorySource(FIXTURES / "idor_notes")),
+        logger=RunLogger(tmp_path),
+    )
+    instance = environment.A01Environment(runtime)
+    try:
+        yield instance
+    finally:
+        await instance.close()
 
 
 @pytest.fixture(scope="session")

@@ -14,15 +14,12 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-from collections.abc import AsyncIterator, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
-from a01gym.env import environment, sampler
-from a01gym.env.logger import RunLogger
+from a01gym.env import environment
 from a01gym.sandbox import protocol
 from a01gym.sandbox.host.client import SupervisorClient
 from a01gym.sandbox.host.local import LocalBackend
@@ -30,7 +27,6 @@ from a01gym.scenario.bundle import Bundle
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "idor_notes"
 
 
 class UploadGate:
@@ -60,20 +56,6 @@ class UploadGate:
 
     def open(self) -> None:
         self.opened.set()
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def env(backend: LocalBackend, tmp_path: Path) -> AsyncIterator[environment.A01Environment]:
-    runtime = environment.EnvRuntime(
-        backend=backend,
-        sampler=sampler.CurriculumSampler(sampler.DirectorySource(FIXTURE)),
-        logger=RunLogger(tmp_path),
-    )
-    instance = environment.A01Environment(runtime)
-    try:
-        yield instance
-    finally:
-        await instance.close()
 
 
 @pytest.fixture

@@ -11,12 +11,10 @@ import json
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from a01gym.env import environment, sampler
 from a01gym.env.logger import RunLogger
@@ -28,20 +26,6 @@ from a01gym.scenario.manifest import Patch
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "idor_notes"
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def env(backend: LocalBackend, tmp_path: Path) -> AsyncIterator[environment.A01Environment]:
-    runtime = environment.EnvRuntime(
-        backend=backend,
-        sampler=sampler.CurriculumSampler(sampler.DirectorySource(FIXTURE)),
-        logger=RunLogger(tmp_path),
-    )
-    instance = environment.A01Environment(runtime)
-    try:
-        yield instance
-    finally:
-        await instance.close()
 
 
 async def _apply(env: environment.A01Environment, patch: Patch) -> list[dict[str, Any]]:
