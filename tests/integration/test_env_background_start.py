@@ -28,7 +28,6 @@ from a01gym.scenario.bundle import Bundle
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 
-
 class UploadGate:
     """Holds the first workspace upload (the episode's) until :meth:`open`; later ones (a
     replacement sandbox's, grading's) pass. Counts the uploads begun and done."""
