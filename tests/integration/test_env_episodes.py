@@ -190,6 +190,32 @@ async def test_bad_input_is_an_observation_and_counts_as_invalid(
     assert penalties["invalid_actions"] == pytest.approx(0.1)  # capped by manifest.reward
 
 
+async def test_a_repeated_text_is_edited_by_its_line_in_the_sandbox_and_the_episode(
+    env: environment.A01Environment, idor_bundle: Bundle
+) -> None:
+    """``line`` chooses one occurrence of repeated text; the sandbox's file and the gateway's
+    ``read_file`` (answered from the episode) agree on which one changed."""
+    await env.reset(seed=5)
+    path = "app/routers/notes.py"
+    text = idor_bundle.workspace[path].decode()
+    old = "    with connect() as connection:\n"
+    starts = [n for n, line in enumerate(text.splitlines(keepends=True), 1) if line == old]
+    assert len(starts) >= 2  # the fixture's handlers each open a connection
+    edit = {"tool": "edit_file", "path": path, "old": old, "new": old + "        pass  # chosen\n"}
+    refused = (await env.step(edit)).wire()["observation"]["error"]
+    assert refused["code"] == "edit_not_unique"
+    assert ", ".join(map(str, starts)) in refused["message"]
+    wrong = (await env.step({**edit, "line": starts[-1] + 1})).wire()["observation"]["error"]
+    assert wrong["code"] == "edit_not_found" and str(starts[-1]) in wrong["message"]
+    done = (await env.step({**edit, "line": starts[1]})).wire()["observation"]
+    assert done["error"] is None, done["output"]
+    read = (await env.step({"tool": "read_file", "path": path})).wire()["observation"]
+    changed = read["result"]["content"].splitlines()
+    assert [n for n, line in enumerate(changed, 1) if line.endswith("# chosen")] == [starts[1] + 1]
+    grep = (await env.step({"tool": "search", "pattern": "# chosen"})).wire()["observation"]
+    assert [m["line"] for m in grep["result"]["matches"]] == [starts[1] + 1]  # the sandbox's copy
+
+
 async def test_edit_that_breaks_startup_reports_the_traceback_once_without_host_paths(
     env: environment.A01Environment, idor_bundle: Bundle
 ) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 import shutil
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -23,6 +24,7 @@ from a01gym.gateway import app as gateway_app
 from a01gym.gateway import server
 from a01gym.gateway_settings import GatewaySettings
 from a01gym.sandbox.host.local import LocalBackend
+from a01gym.sandbox.inside.workspace import Workspace
 from a01gym.training import solver
 from integration import gating
 
@@ -31,26 +33,44 @@ DEMO_COUNT = 12
 """Candidates in the session's ``demo_cache`` (tests/conftest.py, seed 0)."""
 
 
-def _apply(text: str, hunks: list[solver.Hunk]) -> str:
-    """Apply hunks the way the sandbox's edit_file does, refusing a missing or ambiguous ``old``."""
-    for hunk in hunks:
-        assert text.count(hunk.old) == 1, hunk.old
-        text = text.replace(hunk.old, hunk.new, 1)
-    return text
+@pytest.fixture
+def _apply(tmp_path: Path) -> Callable[[str, list[solver.Hunk]], str]:
+    """Apply hunks with the sandbox's own ``Workspace.edit`` (``old`` at ``line``)."""
+
+    def apply(text: str, hunks: list[solver.Hunk]) -> str:
+        workspace = Workspace(tmp_path / "ws", max_file_bytes=1 << 20)
+        workspace.load({"f.py": text.encode()})
+        for hunk in hunks:
+            workspace.edit("f.py", hunk.old, hunk.new, hunk.line)
+        return workspace.read("f.py")
+
+    return apply
 
 
 # -- edit_hunks ------------------------------------------------------------------------------
-def test_edit_hunks_grow_context_until_old_is_unique() -> None:
+def test_edit_hunks_quote_only_the_changed_lines_and_place_them_by_line(_apply: Any) -> None:
     original = "def a():\n    return load(x)\n\n\ndef b():\n    return load(x)\n"
     target = original.replace("def b():\n    return load(x)", "def b():\n    return check(x)")
     [hunk] = solver.edit_hunks(original, target)
-    assert hunk.old == "def b():\n    return load(x)\n"
-    assert hunk.new == "def b():\n    return check(x)\n"
-    assert (hunk.first_line, hunk.last_line) == (5, 6)
+    assert hunk.old == "    return load(x)\n"  # occurs twice: the line chooses
+    assert hunk.new == "    return check(x)\n"
+    assert (hunk.first_line, hunk.last_line, hunk.line) == (6, 6, 6)
     assert _apply(original, [hunk]) == target
 
 
-def test_edit_hunks_insert_delete_and_keep_a_missing_final_newline() -> None:
+def test_edit_hunks_lines_follow_the_edits_before_them(_apply: Any) -> None:
+    original = "import os\n\n\ndef f():\n    if x is None:\n        return 1\n    if x is None:\n"
+    target = (
+        "import os\nimport sys\n\n\ndef f():\n    if x is None:\n        return 1\n"
+        "    if x is None or y:\n"
+    )
+    first, second = solver.edit_hunks(original, target)
+    assert (first.old, first.line) == ("import os\n", 1)  # an insertion quotes the line above
+    assert (second.old, second.first_line, second.line) == ("    if x is None:\n", 7, 8)
+    assert _apply(original, [first, second]) == target
+
+
+def test_edit_hunks_insert_delete_and_keep_a_missing_final_newline(_apply: Any) -> None:
     lines = [f"line {n}\n" for n in range(40)]
     original = "".join(lines) + "tail"
     target = (
@@ -69,7 +89,7 @@ def test_edit_hunks_merge_close_changes_into_one_edit() -> None:
     assert len(solver.edit_hunks(original, target, gap=0)) == 2
 
 
-def test_edit_hunks_remove_names_after_the_code_that_uses_them() -> None:
+def test_edit_hunks_remove_names_after_the_code_that_uses_them(_apply: Any) -> None:
     original = (
         "from pydantic import BaseModel, ConfigDict, Field\n\n\n"
         "class A(BaseModel):\n    model_config = ConfigDict(extra='allow')\n\n    x: int\n"
@@ -89,8 +109,8 @@ def test_edit_hunks_remove_names_after_the_code_that_uses_them() -> None:
     assert text == target
 
 
-def test_edit_hunks_refuse_when_no_unique_context_exists() -> None:
-    with pytest.raises(ValueError, match="no unique context"):
+def test_edit_hunks_refuse_a_change_with_no_line_to_quote() -> None:
+    with pytest.raises(ValueError, match="no non-blank line"):
         solver.edit_hunks("\n\n", "\n\n\n")
 
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from a01gym.env import models
 from a01gym.env.appstart import AppStart
 from a01gym.env.logger import AGENT_PATTERN, EPISODE_ID_PATTERN, EpisodeLog
+from a01gym.sandbox import edits
 from a01gym.sandbox.host.backend import Sandbox
 from a01gym.scenario.bundle import Bundle, safe_relative_path
 
@@ -171,7 +172,9 @@ class Episode:
             return
         known = self.overlay.get(path)
         text = known if known is not None else self.bundle.workspace[path].decode()
-        self.overlay[path] = text.replace(action.old, action.new, 1)
+        self.overlay[path] = edits.replace_once(
+            text, action.old, action.new, action.line, path=path
+        )
 
     @property
     def max_steps(self) -> int:

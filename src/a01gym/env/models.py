@@ -95,12 +95,19 @@ class HttpRequest(_Wire):
 
 
 class EditFile(_Wire):
-    """Replace the one exact occurrence of ``old`` in ``path`` with ``new``."""
+    """Replace the one exact occurrence of ``old`` in ``path`` with ``new`` (``line`` chooses
+    one of several: the 1-based line the occurrence starts on)."""
 
     tool: Literal["edit_file"]
     path: str = Field(min_length=1, max_length=1024)
     old: str = Field(min_length=1)
     new: str
+    line: int | None = Field(
+        None,
+        ge=1,
+        description="When `old` occurs more than once: the line (1-based) the one to replace "
+        "starts on, as read_file and search number it.",
+    )
 
 
 class WriteFile(_Wire):

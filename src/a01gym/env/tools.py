@@ -307,7 +307,7 @@ async def _change(
             f"{size} bytes is more than this episode's write limit of {ctx.max_write_bytes}",
         )
     if isinstance(action, models.EditFile):
-        await client.edit_file(action.path, action.old, action.new)
+        await client.edit_file(action.path, action.old, action.new, action.line)
         done = f"edited {action.path}"
     else:
         await client.write_file(action.path, action.content)

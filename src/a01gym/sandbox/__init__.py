@@ -12,7 +12,8 @@ warm pool, ``pool_target``, ``readiness`` and ``admission``; ``docker`` running 
 ``client`` speaks the control API; ``escapes`` tries to leave a sandbox. Running the hidden
 tests through that client is :mod:`a01gym.grading`, a layer above.
 
-Shared by both, directly here: ``protocol`` (the control API's wire models), ``layout`` (where
+Shared by both, directly here: ``protocol`` (the control API's wire models), ``edits`` (what
+``edit_file`` does to a file's text; the gateway replays it too), ``layout`` (where
 things live in a sandbox directory), ``http11`` (the h11 client and server both hops use) and
 ``isolation`` (what this machine can isolate, with ``landlock``). An import-linter contract in
 pyproject.toml keeps the inside from importing the host side.

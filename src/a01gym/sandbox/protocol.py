@@ -113,6 +113,7 @@ class EditRequest(_Model):
     path: str
     old: str = Field(min_length=1)
     new: str
+    line: int | None = Field(None, ge=1)
 
 
 class SearchRequest(_Model):

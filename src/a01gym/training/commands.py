@@ -26,7 +26,7 @@ read PATH [START [END]]         read a file (optionally lines START..END)
 search PATTERN [PATH]           search for a fixed string (quote it if it has spaces)
 get PATH [as ACTOR]             send a request as an actor (default: anonymous); any method:
 post PATH [as ACTOR] [JSON]     get, post, put, patch, delete, head, options; JSON is the body
-edit [PATH]                     replace one exact text in a file (asks for path, old, new)
+edit [PATH [LINE]]              replace exact text in a file (asks; LINE: which one, if repeated)
 write PATH                      create or overwrite a file (asks for the content)
 test                            run the visible tests
 ask QUESTION                    ask the expert (only in episodes that offer it)
@@ -129,10 +129,15 @@ def parse_command(line: str, ask: Ask) -> Command:
             action["path"] = args[1]
         return Command("action", action)
     if verb == "edit":
+        if len(args) > 2 or (len(args) == 2 and not args[1].isdigit()):
+            raise CommandError("usage: edit [PATH [LINE]]  (LINE: where `old` starts, if repeated)")
         path = args[0] if args else ask("path", False)
-        old = ask("old text (exact, unique)", True)
+        old = ask("old text (exact; unique, or starting on LINE)", True)
         new = ask("new text", True)
-        return Command("action", {"tool": "edit_file", "path": path, "old": old, "new": new})
+        edit: dict[str, Any] = {"tool": "edit_file", "path": path, "old": old, "new": new}
+        if len(args) == 2:
+            edit["line"] = int(args[1])
+        return Command("action", edit)
     if verb == "write":
         if len(args) != 1:
             raise CommandError("usage: write PATH  (then type the content)")

@@ -5,8 +5,14 @@ failing test, reproduce the attack once, find the code with ``search`` (the encl
 function's ``def``, so the file and line come from an observation the model sees), read the few
 lines it will change, make small exact ``edit_file`` replacements, check, submit.
 :class:`SolverAgent` plays exactly that from the scenario's stored reference fix, and
-:func:`edit_hunks` turns a file's before/after text into the minimal replacements (each ``old``
-made unique in the file as it is when the edit is sent).
+:func:`edit_hunks` turns a file's before/after text into the minimal replacements, each placed
+by the ``line`` it starts on (the number ``read_file`` printed beside it).
+
+Why by line and not by unique context: after SFT on uniquely-quoted edits, SmolLM2-135M wrote
+the fix right on held-out F01 scenarios but quoted ``    if note is None:\n``, which three other
+handlers of those files also hold (``edit_not_unique`` in 4 of 12 episodes, 2026-11-28): whether
+a short quote is unique depends on parts of the file the model never read, so the data taught a
+guess. The line number is on screen beside the text it quotes.
 
 Like :class:`~a01gym.training.agents.ReferenceAgent` it reads the bundle's hidden part from the
 scenario cache by the hash in the reset observation, so it is an eval baseline and a source of
@@ -38,13 +44,15 @@ _READ_JOIN = 12  # windows closer than this are read as one
 
 @dataclasses.dataclass(frozen=True)
 class Hunk:
-    """One ``edit_file`` replacement, the original lines (1-based, inclusive) it covers, and
-    whether it removes a name the file defines or imports."""
+    """One ``edit_file`` replacement, the original lines (1-based, inclusive) it covers, the
+    line ``old`` starts on when it is sent (after the hunks before it), and whether it removes
+    a name the file defines or imports."""
 
     old: str
     new: str
     first_line: int
     last_line: int
+    line: int
     unbinds: bool = False
 
 
@@ -65,10 +73,11 @@ def _groups(a: list[str], b: list[str], gap: int) -> list[tuple[int, int, int, i
 def edit_hunks(original: str, target: str, *, gap: int = 2) -> list[Hunk]:
     """The ``edit_file`` replacements that turn ``original`` into ``target``, in order.
 
-    Each hunk's ``old`` is the changed lines plus the fewest context lines (preferring lines
-    above) that make it occur exactly once, at the right place, in the file as it is after the
-    hunks before it: the gateway refuses an ``old`` that is missing or ambiguous. Hunks go top
-    to bottom, except that removing imported names comes after the edits that stop using them.
+    Each hunk's ``old`` is the changed lines (a pure insertion takes the nearest non-blank
+    line above, else below, as its anchor), and ``line`` where it starts in the file as it is
+    after the hunks before it, so an ``old`` that occurs more than once is still one edit.
+    Hunks go top to bottom, except that removing imported names comes after the edits that
+    stop using them.
 
     Args:
         original: The file as the workspace has it.
@@ -77,8 +86,8 @@ def edit_hunks(original: str, target: str, *, gap: int = 2) -> list[Hunk]:
             is not restarted half-fixed between two close changes.
 
     Raises:
-        ValueError: if no unique context exists (the file repeats itself entirely); never
-            expected for real source, and checked so a bad hunk cannot reach an episode.
+        ValueError: if a change has no non-blank line to quote (a file of blank lines), or the
+            edits do not reproduce ``target``; checked so a bad hunk cannot reach an episode.
     """
     current = original.splitlines(keepends=True)
     want = target.splitlines(keepends=True)
@@ -97,7 +106,8 @@ def edit_hunks(original: str, target: str, *, gap: int = 2) -> list[Hunk]:
         new = "".join(current[start - before : start] + want[j1:j2] + current[end : end + after])
         first = i1 - before + 1
         last = max(i2 + after, first)
-        hunks.append(Hunk(old, new, first, last, unbinds=unbinding[(i1, i2, j1, j2)]))
+        line = start - before + 1
+        hunks.append(Hunk(old, new, first, last, line, unbinds=unbinding[(i1, i2, j1, j2)]))
         current[start:end] = want[j1:j2]
         applied.append((i1, (j2 - j1) - (i2 - i1)))
     if "".join(current) != target:
@@ -121,20 +131,14 @@ def _unbinds(old: list[str], new: list[str]) -> bool:
 
 
 def _context(lines: list[str], start: int, end: int) -> tuple[int, int]:
-    """Context lines (above, below) making ``lines[start:end]`` with them unique in the file."""
-    text = "".join(lines)
+    """Context lines (above, below) to quote with ``lines[start:end]``: none when they hold
+    text, else the fewest (preferring above) that give ``old`` a non-blank line."""
     for total in range(len(lines) + 1):
         for above in range(min(total, start), -1, -1):
             below = total - above
-            if end + below > len(lines):
-                continue
-            old = "".join(lines[start - above : end + below])
-            if not old.strip():
-                continue
-            at = len("".join(lines[: start - above]))
-            if text.count(old) == 1 and text.find(old) == at:
+            if end + below <= len(lines) and "".join(lines[start - above : end + below]).strip():
                 return above, below
-    raise ValueError("no unique context for an edit")
+    raise ValueError("no non-blank line to quote for an edit")
 
 
 def _windows(hunks: list[Hunk]) -> list[tuple[int, int]]:
@@ -235,7 +239,8 @@ class SolverAgent:
                 for first, last in _windows(hunks)
             ]
             edits += [
-                {"tool": "edit_file", "path": path, "old": h.old, "new": h.new} for h in hunks
+                {"tool": "edit_file", "path": path, "old": h.old, "new": h.new, "line": h.line}
+                for h in hunks
             ]
         return reads, edits
 

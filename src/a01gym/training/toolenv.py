@@ -151,15 +151,16 @@ class A01ToolEnv:
             auth=auth,
         )
 
-    def edit_file(self, path: str, old: str, new: str) -> str:
+    def edit_file(self, path: str, old: str, new: str, line: int | None = None) -> str:
         """Replace the one exact occurrence of old text in a file with new text.
 
         Args:
             path: File path relative to the workspace.
-            old: The exact text to replace; it must occur exactly once.
+            old: The exact text to replace; it must occur once, or start on `line`.
             new: The replacement text.
+            line: When old occurs more than once, the line (1-based) the one to replace starts on.
         """
-        return self._act(tool="edit_file", path=path, old=old, new=new)
+        return self._act(tool="edit_file", path=path, old=old, new=new, line=line)
 
     def write_file(self, path: str, content: str) -> str:
         """Create or overwrite a workspace file.

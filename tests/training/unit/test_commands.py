@@ -50,7 +50,8 @@ def test_commands_become_actions(line: str, action: dict) -> None:
 
 
 def test_edit_and_write_ask_for_their_text() -> None:
-    answers = {"path": "app/db.py", "old text (exact, unique)": "a\nb", "new text": "c"}
+    old_label = "old text (exact; unique, or starting on LINE)"
+    answers = {"path": "app/db.py", old_label: "a\nb", "new text": "c"}
     asked: list[tuple[str, bool]] = []
 
     def ask(label: str, multiline: bool) -> str:
@@ -60,6 +61,10 @@ def test_edit_and_write_ask_for_their_text() -> None:
     edit = parse_command("edit", ask)
     assert edit.action == {"tool": "edit_file", "path": "app/db.py", "old": "a\nb", "new": "c"}
     assert asked[0] == ("path", False) and asked[1][1] is True
+    chosen = parse_command("edit app/db.py 12", ask)
+    assert chosen.action == {**edit.action, "line": 12}
+    with pytest.raises(CommandError, match="usage: edit"):
+        parse_command("edit app/db.py twelve", ask)
     write = parse_command("write app/new.py", ask)
     assert write.action == {"tool": "write_file", "path": "app/new.py", "content": "print(1)\n"}
 

@@ -31,18 +31,21 @@ def test_the_overlay_holds_exactly_what_the_sandbox_workspace_holds(
         models.EditFile(tool="edit_file", path=NOTES, old="# one", new="# two"),
         models.WriteFile(tool="write_file", path="app/extra.py", content="X = 1\n"),
         models.EditFile(tool="edit_file", path="app/extra.py", old="1", new="2"),
+        models.WriteFile(tool="write_file", path="app/twice.py", content="a = 1\na = 1\n"),
+        models.EditFile(tool="edit_file", path="app/twice.py", old="a = 1", new="b", line=2),
     ]
     for action in actions:  # the supervisor's own operations, then the episode's record
         if isinstance(action, models.EditFile):
-            workspace.edit(action.path, action.old, action.new)
+            workspace.edit(action.path, action.old, action.new, action.line)
         else:
             workspace.write(action.path, action.content)
         episode.remember(action)
     assert episode.overlay == workspace.changes()
-    assert set(episode.overlay) == {NOTES, "app/extra.py"}
+    assert set(episode.overlay) == {NOTES, "app/extra.py", "app/twice.py"}
     assert episode.overlay["app/extra.py"] == "X = 2\n"
+    assert episode.overlay["app/twice.py"] == "a = 1\nb\n"  # the occurrence on line 2
     episode.remember(models.ReadFile(tool="read_file", path=NOTES))  # not a change
-    assert set(episode.overlay) == {NOTES, "app/extra.py"}
+    assert set(episode.overlay) == {NOTES, "app/extra.py", "app/twice.py"}
 
 
 def test_a_reply_builds_its_wire_payload_once() -> None:

@@ -45,6 +45,21 @@ def test_edit_requires_a_unique_match(workspace):
     assert workspace.read("app/main.py") == "x = 2\ny = 1\n"
 
 
+def test_edit_line_chooses_one_of_several_and_a_wrong_line_names_the_right_ones(workspace):
+    with pytest.raises(WorkspaceError) as error:
+        workspace.edit("app/main.py", "= 1", "= 2")
+    assert "starting on lines 1, 2" in error.value.message and "`line`" in error.value.message
+    with pytest.raises(WorkspaceError) as error:
+        workspace.edit("app/main.py", "= 1", "= 2", 3)
+    assert error.value.code == "edit_not_found"
+    assert "does not start on line 3" in error.value.message and "line 1, 2" in error.value.message
+    assert workspace.read("app/main.py") == "x = 1\ny = 1\n"  # nothing changed
+    workspace.edit("app/main.py", "= 1", "= 2", 2)
+    assert workspace.read("app/main.py") == "x = 1\ny = 2\n"
+    with pytest.raises(WorkspaceError, match="does not start on line 2"):
+        workspace.edit("app/main.py", "x = 1", "x = 3", 2)  # unique, but not on that line
+
+
 def test_oversized_write_is_refused(workspace):
     with pytest.raises(WorkspaceError) as error:
         workspace.write("big.txt", "x" * 1001)

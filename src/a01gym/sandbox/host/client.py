@@ -202,8 +202,9 @@ class SupervisorClient:
     async def write_file(self, path: str, content: str) -> None:
         await self._call("PUT", "/file", params={"path": path}, json_body={"content": content})
 
-    async def edit_file(self, path: str, old: str, new: str) -> None:
-        await self._call("POST", "/edit", json_body={"path": path, "old": old, "new": new})
+    async def edit_file(self, path: str, old: str, new: str, line: int | None = None) -> None:
+        body = {"path": path, "old": old, "new": new, "line": line}
+        await self._call("POST", "/edit", json_body=body)
 
     async def search(
         self,

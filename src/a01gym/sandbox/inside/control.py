@@ -145,7 +145,7 @@ class ControlApi:
 
     async def edit_file(self, request: ServerRequest) -> Any:
         body = self._parse(request, protocol.EditRequest)
-        self.supervisor.files("edit", body.path, body.old, body.new)
+        self.supervisor.files("edit", body.path, body.old, body.new, body.line)
         return {"ok": True}
 
     async def search(self, request: ServerRequest) -> Any:

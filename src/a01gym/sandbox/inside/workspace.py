@@ -17,6 +17,7 @@ from pathlib import Path
 
 import regex
 
+from a01gym.sandbox import edits
 from a01gym.scenario.bundle import safe_relative_path
 
 __all__ = ["SEARCH_TIMEOUT_S", "Workspace", "WorkspaceError"]
@@ -156,18 +157,13 @@ class Workspace:
         tmp.write_bytes(data)
         os.replace(tmp, target)
 
-    def edit(self, path: str, old: str, new: str) -> None:
-        """Replace the single occurrence of ``old`` with ``new``."""
-        text = self.read(path)
-        count = text.count(old)
-        if count == 0:
-            raise WorkspaceError("edit_not_found", f"`old` does not occur in {path!r}")
-        if count > 1:
-            raise WorkspaceError(
-                "edit_not_unique",
-                f"`old` occurs {count} times in {path!r}; include more context to make it unique",
-            )
-        self.write(path, text.replace(old, new, 1))
+    def edit(self, path: str, old: str, new: str, line: int | None = None) -> None:
+        """Replace the one occurrence of ``old`` (the only one, or the one starting on ``line``)
+        with ``new``: :func:`a01gym.sandbox.edits.replace_once`."""
+        try:
+            self.write(path, edits.replace_once(self.read(path), old, new, line, path=path))
+        except edits.EditError as exc:
+            raise WorkspaceError(exc.code, exc.message) from None
 
     def search(
         self,
