@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import json
 import shutil
 from collections.abc import AsyncIterator, Callable
@@ -45,6 +46,12 @@ def _apply(tmp_path: Path) -> Callable[[str, list[solver.Hunk]], str]:
         return workspace.read("f.py")
 
     return apply
+
+
+def _changed_chars(before: str, after: str) -> int:
+    """Characters on the lines a change removes or adds (a unified diff without context)."""
+    diff = list(difflib.unified_diff(before.splitlines(True), after.splitlines(True), n=0))
+    return sum(len(line) - 1 for line in diff[2:] if line[0] in "+-")  # after the two headers
 
 
 # -- edit_hunks ------------------------------------------------------------------------------
@@ -226,8 +233,12 @@ async def test_solver_resolves_every_train_scenario_with_small_edits(
                 r["action"]["tool"] == "search" and path in str(r["observation"]["output"])
                 for r in steps[:touched]
             ), f"{log}: {path} was read before a search result named it"
+        fix = bundle.hidden.reference_fix.files
         for path, size in per_file.items():
-            assert size < 0.5 * len(bundle.workspace[path]), (path, size)
+            # what any edit must quote (the lines the fix removes and adds), plus an anchor
+            # line and close unchanged lines, in both `old` and `new`: never the whole file
+            before, after = bundle.workspace[path].decode(), fix[path] or ""
+            assert size <= 2 * _changed_chars(before, after) + 400, (path, size)
             edited_chars += size
             file_chars += len(bundle.workspace[path])
     assert edited_chars < 0.2 * file_chars
