@@ -213,9 +213,12 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             "sft.epochs": args.sft_epochs,
             "sft.full": not args.sft_lora,
             "sft.learning_rate": args.sft_lr,
+            # 8 rollouts a step (2 groups of 4), scored 2 rows at a time: all 8 at once
+            # (~3k tokens each) took the whole machine's 24 GB and was killed (2026-11-29)
             "grpo": {
                 "max_steps": args.grpo_steps,
-                "per_device_train_batch_size": 8,
+                "per_device_train_batch_size": 2,
+                "gradient_accumulation_steps": 4,
                 "num_generations": 4,
                 "learning_rate": args.grpo_lr,
             },
