@@ -235,12 +235,15 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         print(f"learning bench: {name} done in {timings[name]} s", flush=True)
         return value
 
-    with gateway_thread(work / "cache", work / "episodes") as url:
+    # The gateways log under the run folder, so `a01gym report RUN_DIR` shows each
+    # transcript's diff beside the model's own turns.
+    logs = cfg.output_dir / "gateway"
+    with gateway_thread(work / "cache", logs) as url:
         solved = timed("solver", lambda: asyncio.run(_solve(url, work / "cache", sft_set)))
         result["solver_mean_reward"] = round(statistics.fmean(solved), 4)
         data = work / "sft-data"
         trajectories.export_trajectories(
-            work / "episodes",
+            logs,
             data,
             min_reward=1.0,
             max_output_chars=args.max_output_chars,
@@ -253,7 +256,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         timed("grpo", lambda: grpo.train(cfg, model_path=str(warm), gateway_url=url))
         adapter = cfg.output_dir / "adapter"
         trained = timed("trained_eval", _evaluate, url, str(warm), adapter, rows, "trained", args)
-    with gateway_thread(work / "other", work / "other-episodes") as url:
+    with gateway_thread(work / "other", cfg.output_dir / "gateway-other") as url:
         other_base = timed("other_base_eval", _evaluate, url, spec, None, other_rows, "base", args)
         other_trained = timed(
             "other_trained_eval", _evaluate, url, str(warm), adapter, other_rows, "trained", args
