@@ -18,21 +18,23 @@ and held out. Each held-out scenario is played ``--eval-samples`` times at
 without a target: what carries over to another family.
 
 Why these choices: context length is the cost on CPU. An episode is ~3k tokens (1.1k of system
-turn and tool schemas, 1.1k of task, the rest tool calls and output); SFT forward + backward of
-one such episode took ~62 s on SmolLM2-135M on 2 shared cores, a GRPO step of 8 rollouts ~5 min,
-and a decode step ~0.15-0.2 s whatever the batch. So the model is the smallest real one, the
-family is one whose fix is one short edit (F01), episodes are capped at the solver's 6 turns
-and its longest call (~150 tokens), SFT sees 10 solver episodes 1.5 times, GRPO runs 4 steps of
-8 rollouts (2 groups of 4), and each eval is one batch of 12 episodes (6 scenarios × 2). Far too
-little to expect GRPO's own gain to be significant. Measured on 2026-11-28 (one torch thread
-pinned to one core while other jobs ran on the other, load 10-40): the decode step is no longer
-the cost (a preallocated cache: 570 ms a step at 12 rows, was 2,013 ms, see
-:mod:`a01gym.training.kvbatch`), but the run still did not fit: factory cache 5 min, base eval
-23 min (the base model writes to its token cap every turn), SFT 52 min (20 steps of one
-~2.7k-token episode, forward + backward, ~78 s each on an idle core), so GRPO was never reached
-in the session. SmolLM2 after SFT replays the solver's moves on held-out scenarios
-(``run_tests``, ``search 'def read_note('``, ``read_file``, ``edit_file``). Next levers: SFT on
-the completions only over a shared prefix (the prompt is 80% of the tokens), two free cores.
+turn and tool schemas, 1.1k of task, the rest tool calls and output). So the model is the
+smallest real one, the family is one whose fix is one short edit (F01), episodes are capped at
+the solver's 6 turns and its longest call (~150 tokens), SFT sees 10 solver episodes 1.5 times
+(all weights), GRPO runs 4 steps of 8 rollouts (2 groups of 4, scored 2 rows at a time: all 8
+at once took the machine's 24 GB and was killed), and each eval is one batch of 12 episodes
+(6 scenarios x 2). Far too little GRPO to expect its own gain to be significant.
+
+Measured on 2026-11-29 (``--quick``, 2 torch threads, nothing else running, load 2.1,
+calibration 47.3 ms): **69.9 minutes** (base eval 613 s, SFT 703 s, SFT eval 313 s, GRPO
+1,716 s at ~420 s a step, trained eval 320 s, the other family 425 s). On the same 6 held-out
+scenarios x 2 samples: base 0/12 resolved (mean reward -0.093, 0.79 invalid actions a step), SFT
+4/12 (0.318), SFT + GRPO 4/12 (0.315, 0.013 invalid a step); trained - base +0.41, 95% CI
+[0.065, 0.757]; ``gain_from_fixes`` 0.36 (4 episodes became fixes) against 0.048 from fewer
+penalties; GRPO's own part -0.003 [-0.037, 0.018] (target missed); F02, never trained on, 0/4
+before and after. What made SFT fix anything: the solver's edits now name the ``line`` the
+quoted text starts on (:mod:`a01gym.training.solver`); trained on uniquely-quoted edits, the
+same SFT wrote the right check but quoted text other handlers repeat: 0/12 (2026-11-28).
 
 Reported: ``base_resolved_rate``, ``sft_resolved_rate``, ``trained_resolved_rate``;
 ``reward_gain_ci_low`` (trained vs base: the lower end of the paired bootstrap 95% interval over
