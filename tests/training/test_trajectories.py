@@ -122,13 +122,14 @@ def test_export_writes_a_dataset_that_reloads_and_renders_with_the_chat_template
     assert len(dataset) == 4
     rows = [json.loads(line) for line in (out / "data.jsonl").read_text().splitlines()]
     assert [dict(r) for r in dataset] == rows  # tool-call arguments keep exactly their keys
-    edit = next(
-        m["tool_calls"][0]["function"]
+    edits = {
+        frozenset(m["tool_calls"][0]["function"]["arguments"])
         for r in rows
         for m in r["messages"]
         if m.get("tool_calls") and m["tool_calls"][0]["function"]["name"] == "edit_file"
-    )
-    assert set(edit["arguments"]) == {"path", "old", "new"}
+    }
+    # the solver's edits name their line, the mistaken one does not: no key added or lost
+    assert edits == {frozenset({"path", "old", "new", "line"}), frozenset({"path", "old", "new"})}
 
     from transformers import AutoTokenizer
 
