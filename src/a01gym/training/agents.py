@@ -131,7 +131,7 @@ You are a security engineer fixing broken access control (OWASP A01) in a small 
 Each turn, reply with exactly ONE JSON object (no prose, no code fences) choosing a tool:
 {tools}
 Explore the code, reproduce the problem with http_request as different actors, fix it with
-edit_file (exact, unique `old` text) or write_file, check with run_tests, then submit.
+edit_file (exact `old` text; `line` picks one of several) or write_file, run_tests, submit.
 A fix must block every unauthorised access without breaking legitimate use."""
 
 _ENDPOINT_HINT = "check --base-url (or OPENAI_BASE_URL) and that the server is running"
