@@ -53,7 +53,11 @@ def family_bars(path: Path, per_label: Mapping[str, Mapping[str, float]]) -> Pat
         families,
         {label: [values.get(f, 0.0) for f in families] for label, values in per_label.items()},
     )
-    axes.set_ylim(0, 1.05)
+    # penalties make a mean negative (a base model's invalid actions): show it below the axis
+    low = min([0.0, *(v for values in per_label.values() for v in values.values())])
+    axes.set_ylim(low - 0.05 if low < 0 else 0.0, 1.05)
+    if low < 0:
+        axes.axhline(0.0, color="black", linewidth=0.8)
     axes.set_ylabel("mean reward")
     axes.set_title("mean reward per family")
     axes.axhline(0.2, color="grey", linestyle=":", linewidth=1)
