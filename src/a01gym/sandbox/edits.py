@@ -47,21 +47,20 @@ def replace_once(text: str, old: str, new: str, line: int | None = None, *, path
     starts = _starts(text, old)
     if not starts:
         raise EditError("edit_not_found", f"`old` does not occur in {path!r}")
+    if line is None and len(starts) == 1:  # the common case: no line numbers to count
+        return text[: starts[0]] + new + text[starts[0] + len(old) :]
     lines = [text.count("\n", 0, at) + 1 for at in starts]
     where = ", ".join(map(str, lines[:20])) + (", ..." if len(lines) > 20 else "")
-    if line is not None:
-        if line not in lines:
-            raise EditError(
-                "edit_not_found",
-                f"`old` does not start on line {line} of {path!r}; it starts on line {where}",
-            )
-        at = starts[lines.index(line)]
-    elif len(starts) > 1:
+    if line is None:
         raise EditError(
             "edit_not_unique",
             f"`old` occurs {len(starts)} times in {path!r} (starting on lines {where}); pass "
             "`line` to choose one, or include more context to make it unique",
         )
-    else:
-        at = starts[0]
+    if line not in lines:
+        raise EditError(
+            "edit_not_found",
+            f"`old` does not start on line {line} of {path!r}; it starts on line {where}",
+        )
+    at = starts[lines.index(line)]
     return text[:at] + new + text[at + len(old) :]
