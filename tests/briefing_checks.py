@@ -152,13 +152,17 @@ def assert_one_template(bundles: Iterable[Bundle]) -> None:
 def assert_policy_is_complete(spec: ScenarioSpec, bundle: Bundle) -> None:
     """Every route the app serves falls under a rule of the written policy.
 
-    A route outside the shared skeleton's belongs to a family's own sites, whose words that
-    family's policy hook adds.
+    A route outside the shared skeleton's belongs to the sites of the bug's family or of a
+    companion family, whose words that family's policy hook adds.
     """
     lines = bundle.manifest.policy.splitlines()
     fam = families.family(spec.bug.family)
-    own = fam.policy(spec) if fam.policy is not None else []
-    assert all(line in lines for line in own), fam.id
+    own: list[str] = []
+    for family_id in (fam.id, *spec.companions):
+        hook = families.family(family_id).policy
+        words = hook(spec) if hook is not None else []
+        assert all(line in lines for line in words), family_id
+        own += words
     assert any(re.search(r"^Act as another user", line) for line in lines), fam.id
     rules = _route_rules(spec)
     for route in bundle.manifest.routes:

@@ -14,7 +14,8 @@ dependencies, router-level dependencies, a decorator and a path-prefix middlewar
 add code that looks risky but is safe. Generated code never names its bug in a comment.
 Families whose routes are not part of this skeleton (open redirects, CORS, API tokens, share
 links, forms, feeds, team roles) add their modules, tables, settings and ``main.py`` lines
-through their ``app`` hook (:class:`~a01gym.factory.families.FamilyApp`).
+through their ``app`` hook (:class:`~a01gym.factory.families.FamilyApp`); the spec's
+companion families add theirs too, every site secure.
 
 Nothing here imports or executes the generated code; tests only ``ast.parse`` it.
 """
@@ -100,6 +101,10 @@ class _Renderer(
         self.distance = spec.knobs.distance
         hook = self.family.app
         self.extra = hook(self) if hook is not None else FamilyApp()
+        for companion in spec.companions:  # secure: no variant names their sites
+            companion_hook = families.family(companion).app
+            assert companion_hook is not None  # the spec admits only self-contained families
+            self.extra = self.extra.merged(companion_hook(self))
         self.style = styles.style(spec.knobs.data_access)
 
     def t(self, template: str, **extra: object) -> str:

@@ -33,6 +33,7 @@ __all__ = [
     "DraftRequest",
     "TemplateAuthor",
     "applicable_traps",
+    "draw_companions",
     "plan",
     "select_traps",
 ]
@@ -189,6 +190,7 @@ class TemplateAuthor:
             hint = rng.choice((0, 1))
             indirection = rng.choice(fam.indirections)
         sites = sorted(rng.sample(fam.sites, count), key=fam.sites.index)
+        roles = {actor.role for actor in actors}
         return ScenarioSpec(
             seed=request.seed,
             domain=domains.domain(request.domain),
@@ -203,4 +205,22 @@ class TemplateAuthor:
                 hint_level=hint,
                 data_access=styles.draw(request.seed),
             ),
+            companions=draw_companions(request.seed, fam.id, roles),
         )
+
+
+COMPANION_COUNTS = (3, 4)
+"""How many companion families an app draws (uniformly): with 8 companion families, each
+one's routes are in ~1 app of 4 beside another family's bug, against 1 in 21 as the bug."""
+
+
+def draw_companions(seed: int, family_id: str, roles: set[str]) -> list[str]:
+    """The companion families of a spec: drawn from their own stream of the seed, so the rest
+    of a draft is the same with or without them."""
+    rng = random.Random(_derive(seed, "companions"))
+    pool = [
+        c
+        for c in families.COMPANIONS
+        if c != family_id and set(families.family(c).needs_roles) <= roles
+    ]
+    return sorted(rng.sample(pool, min(len(pool), rng.choice(COMPANION_COUNTS))))

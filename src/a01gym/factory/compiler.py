@@ -116,9 +116,10 @@ def policy_lines(spec: ScenarioSpec) -> list[str]:
     """Every rule the app keeps, in words, in an order drawn from the spec's seed.
 
     The lines are the spec's rules, the skeleton's fixed ones (private fields, public pages,
-    a public count when the app serves one) and the family's words for the sites only its
-    app has. None names a route, and the order depends on the seed and the line alone, so
-    neither the broken rule's place nor the family's own line's says which rule is broken.
+    a public count when the app serves one) and the family's and each companion's words for
+    the sites only their app code has. None names a route, and the order depends on the seed
+    and the line alone, so neither the broken rule's place nor the family's own line's says
+    which rule is broken.
     """
     label = spec.domain.entity.label
     label = ("an " if label[0].lower() in "aeiou" else "a ") + label
@@ -167,8 +168,9 @@ def policy_lines(spec: ScenarioSpec) -> list[str]:
     lines.append("The health check and the administrator guide are public.")
     if "public_stats" in spec.decoys:  # the app serves the count: a rule the app keeps
         lines.append(f"The number of {spec.domain.entity.label} records is public (no content).")
-    extra = families.family(spec.bug.family).policy
-    lines += extra(spec) if extra is not None else []
+    for family_id in (spec.bug.family, *spec.companions):
+        extra = families.family(family_id).policy
+        lines += extra(spec) if extra is not None else []
     # An order drawn per scenario: the family's own rule is not always the last line.
     return sorted(
         lines, key=lambda line: hashlib.sha256(f"{spec.seed}\x00{line}".encode()).digest()
@@ -271,6 +273,7 @@ def compile_bundle(spec: ScenarioSpec, mutation: Mutation | None = None) -> Bund
             "data_access": spec.knobs.data_access,
             "hint_level": str(spec.knobs.hint_level),
             "decoys": ",".join(spec.decoys),
+            "companions": ",".join(spec.companions),
             "difficulty": spec.difficulty_band(),
             "difficulty_score": f"{spec.difficulty():.3f}",
             "spec_sha256": digest,

@@ -8,6 +8,9 @@ record reads, edits, deletes, archives, lists, exports it; a regular user reache
 the diagnostics page, the tenant settings, another account's private fields, another user's
 files, impersonation, a role change through the profile, a record planted in another tenant).
 
+The routes of the spec's companion families (other families' code, rendered secure) get a
+guard per site too: their family's own attack, made by the same teammate.
+
 Every guard is blocked in the vulnerable app and in the reference fix (the gates check both).
 A guard that gets through after the agent's edit is a **security regression**: like a failed
 regression test it settles the score at 0 (:mod:`a01gym.grading.scoring`), so opening a hole
@@ -20,7 +23,7 @@ own a private record act on it, nor reach an administrator's routes.
 
 from __future__ import annotations
 
-from a01gym.factory import exploits, sites, testkit
+from a01gym.factory import exploits, families, sites, testkit
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.httptest import HttpTest, Step, TestKind
 
@@ -31,7 +34,8 @@ GUARDED_SITES = tuple(sites.SITES)
 
 
 def guard_tests(spec: ScenarioSpec) -> list[HttpTest]:
-    """A guard for every skeleton site the bug does not touch (ids ``guard.<site>…``).
+    """A guard for every skeleton site the bug does not touch and every companion's site (ids
+    ``guard.<site>…``).
 
     A guard that makes a request an exploit also makes (acting as the victim, then reading
     the victim's record: the read is the bug in F01) would get through because of the bug
@@ -64,8 +68,22 @@ def _site_guards(spec: ScenarioSpec) -> dict[str, HttpTest]:
         # one attack per site, the signed-in teammate's where there is a choice: it is the
         # stronger one (a check reduced to "signed in" still stops an anonymous caller)
         if usable:
-            chosen[site] = next((t for t in usable if t.steps[0].actor == cast.peer), usable[0])
+            chosen[site] = _strongest(usable, cast)
+    for companion in spec.companions:  # their routes: every site is secure, so guard each
+        fam = families.family(companion)
+        assert fam.exploits is not None  # a companion is self-contained
+        for site in fam.sites:
+            attacks = [
+                test.model_copy(update={"kind": TestKind.GUARD})
+                for test in fam.exploits(cast, site, cast.peer, cast.victim, "guard")
+            ]
+            if attacks:
+                chosen[site] = _strongest(attacks, cast)
     return chosen
+
+
+def _strongest(tests: list[HttpTest], cast: testkit.Cast) -> HttpTest:
+    return next((t for t in tests if t.steps[0].actor == cast.peer), tests[0])
 
 
 def _request(step: Step) -> tuple[str, str]:

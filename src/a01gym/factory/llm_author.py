@@ -10,8 +10,9 @@ family); on failure the validation errors are fed back and the model tries again
 ``max_attempts``. Base URL, model and key come from the
 config or from ``OPENAI_BASE_URL`` / ``A01GYM_LLM_MODEL`` / ``OPENAI_API_KEY``.
 
-The LLM only drafts *data*: the app code and the tests are rendered by our own generator, and
-every draft still has to pass the gold gates in a sandbox.
+The LLM only drafts *data*: the app code and the tests are rendered by our own generator, the
+code style and the companion families are drawn as the template author draws them, and every
+draft still has to pass the gold gates in a sandbox.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import openai
 from pydantic import ValidationError
 
 from a01gym.factory import domains, families, styles
-from a01gym.factory.author import AuthorError, DraftRequest
+from a01gym.factory.author import AuthorError, DraftRequest, draw_companions
 from a01gym.factory.config import LLMConfig
 from a01gym.factory.spec import DECOY_KINDS, PolicyFeatures, ScenarioSpec, canonical_policy
 
@@ -176,6 +177,8 @@ class LLMAuthor:
             messages.append({"role": "assistant", "content": content})
             try:
                 data: Any = json.loads(_FENCE.sub("", content.strip()))
+                if isinstance(data, dict):
+                    data.pop("companions", None)  # ours, drawn below
                 spec = ScenarioSpec.model_validate(data)
                 mismatch = self._mismatch(request, spec)
                 if mismatch:
@@ -188,7 +191,12 @@ class LLMAuthor:
                 problem = str(exc)
             else:
                 logger.debug("LLM draft %d valid after %d attempt(s)", request.index, attempt)
-                return styles.restyled(spec, styles.draw(request.seed))  # the code style is ours
+                # the code style and the companion families are ours
+                companions = draw_companions(
+                    request.seed, spec.bug.family, {actor.role for actor in spec.actors}
+                )
+                spec = spec.model_copy(update={"companions": companions})
+                return styles.restyled(spec, styles.draw(request.seed))
             logger.info("LLM draft %d attempt %d rejected: %s", request.index, attempt, problem)
             messages.append(
                 {

@@ -2,8 +2,9 @@
 
 A spec is pure data (pydantic, ``extra="forbid"``): the domain and its entity, the actors, the
 access **policy** as explicit rules, the **bug target** (family, CWE, OWASP category, sites),
-decoys, traps, difficulty knobs, hint level and the seed. Validation is strict because LLM
-authors write specs too: every error names the field, and the retry loop feeds it back.
+decoys, companion families (other families' routes, served secure), traps, difficulty knobs,
+hint level and the seed. Validation is strict because LLM authors write specs too: every error
+names the field, and the retry loop feeds it back.
 
 The policy is explicit, but the app generator supports a fixed vocabulary of shapes; the
 validator checks that the rules are exactly one of them (:func:`canonical_policy`), so a spec
@@ -21,6 +22,7 @@ from a01gym.factory import families
 
 __all__ = [
     "DECOY_KINDS",
+    "MAX_COMPANIONS",
     "RESERVED_COLUMNS",
     "ActorSpec",
     "BugTarget",
@@ -36,6 +38,7 @@ __all__ = [
 ]
 
 SPEC_VERSION = 1
+MAX_COMPANIONS = 4
 
 DECOY_KINDS: tuple[str, ...] = ("sort_column", "request_id", "basename_preview", "public_stats")
 RESERVED_COLUMNS = frozenset(
@@ -269,6 +272,11 @@ class ScenarioSpec(_Model):
     decoys: list[str] = Field(default_factory=list, max_length=len(DECOY_KINDS))
     traps: list[str] = Field(min_length=1)
     knobs: Knobs = Field(default_factory=Knobs)
+    companions: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_COMPANIONS,
+        description="Other families whose own routes the app also serves, secure.",
+    )
 
     @model_validator(mode="after")
     def _coherent(self) -> ScenarioSpec:
@@ -303,6 +311,17 @@ class ScenarioSpec(_Model):
         bad = [d for d in self.decoys if d not in DECOY_KINDS]
         if bad or len(set(self.decoys)) != len(self.decoys):
             raise ValueError(f"decoys must be distinct members of {list(DECOY_KINDS)}")
+        for companion in self.companions:
+            if companion not in families.COMPANIONS or companion == fam.id:
+                raise ValueError(
+                    f"companions must be members of {list(families.COMPANIONS)} other than "
+                    f"the bug's family, got {companion!r}"
+                )
+            lacking = [r for r in families.FAMILIES[companion].needs_roles if r not in roles]
+            if lacking:
+                raise ValueError(f"companion {companion} needs actors with the roles {lacking}")
+        if len(set(self.companions)) != len(self.companions):
+            raise ValueError(f"companions must be distinct, got {self.companions}")
         if self.knobs.indirection not in fam.indirections:
             raise ValueError(
                 f"knobs.indirection {self.knobs.indirection!r} does not fit {fam.id}; "

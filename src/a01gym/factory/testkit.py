@@ -176,9 +176,10 @@ def build_fixture(spec: ScenarioSpec) -> Fixture:
             for tenant, currency in (("a", "EUR"), ("b", "USD"))
         ],
     }
-    extra = families.family(spec.bug.family).fixture
-    for table, rows in (extra(cast) if extra is not None else {}).items():
-        tables[table] = [*tables.get(table, []), *rows]
+    for family_id in (spec.bug.family, *spec.companions):
+        extra = families.family(family_id).fixture
+        for table, rows in (extra(cast) if extra is not None else {}).items():
+            tables[table] = [*tables.get(table, []), *rows]
     return Fixture(tables=tables)
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from a01gym.errors import ScenarioError
-from a01gym.factory import compiler, gates, mutator, testkit
+from a01gym.factory import compiler, families, gates, mutator, testkit
 from a01gym.grading import runner
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.fixtures import PLACEHOLDER
@@ -191,3 +191,29 @@ def test_the_gates_refuse_a_bundle_whose_inventory_is_not_recorded_or_not_checke
         bundle, hidden=bundle.hidden.model_copy(update={"tests": tests})
     )
     assert "no hidden regression test checks" in gates._inventory(unchecked)[0]
+
+
+def test_companions_serve_their_routes_secure_with_their_tests_and_rows(spec_for: Any) -> None:
+    spec = spec_for("F01", 1)
+    bare = compiler.compile_bundle(spec.model_copy(update={"companions": []}))
+    bundle = compiler.compile_bundle(spec)
+    assert spec.companions and bundle.hidden.labels["companions"] == ",".join(spec.companions)
+    new_routes = set(bundle.manifest.routes) - set(bare.manifest.routes)
+    new_files = set(bundle.workspace) - set(bare.workspace)
+    assert new_routes and new_files
+    ids = {t.id for t in bundle.hidden.tests} - {t.id for t in bare.hidden.tests}
+    for companion in spec.companions:
+        fam = families.family(companion)
+        for site in fam.sites:  # one guard per companion site, none an exploit
+            assert any(f"{i}.".startswith(f"guard.{site}.") for i in ids), (companion, site)
+    kinds = {t.id: t.kind for t in bundle.hidden.tests}
+    assert {kinds[i] for i in ids} <= {TestKind.GUARD, TestKind.REGRESSION}
+    assert [t.id for t in bundle.hidden.tests if t.kind is TestKind.EXPLOIT] == [
+        t.id for t in bare.hidden.tests if t.kind is TestKind.EXPLOIT
+    ]
+    # the reference fix touches the bug's files only, never a companion's
+    assert not set(bundle.hidden.reference_fix.files) & new_files
+    assert len(bundle.manifest.policy.splitlines()) > len(bare.manifest.policy.splitlines())
+    assert sum(map(len, bundle.hidden.fixture.tables.values())) >= sum(
+        map(len, bare.hidden.fixture.tables.values())
+    )

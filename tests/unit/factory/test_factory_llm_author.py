@@ -248,3 +248,20 @@ def test_the_data_access_style_is_drawn_from_the_seed_not_written_by_the_model(
     with _FakeOpenAI([json.dumps(written)]) as server:
         spec = _llm(server.base_url).draft(request)
     assert spec.knobs.data_access == drawn
+
+
+def test_the_companions_are_drawn_from_the_seed_whatever_the_model_writes(
+    request_and_valid_draft: tuple[DraftRequest, str],
+) -> None:
+    """A model's companions are dropped before validation (an impossible one, F20 without a
+    manager actor or the bug's own family, costs no retry) and ours are drawn as the template
+    author draws them."""
+    request, valid = request_and_valid_draft
+    written = json.loads(valid)
+    written["companions"] = [written["bug"]["family"], "F20", "F20"]
+    with _FakeOpenAI([json.dumps(written)]) as server:
+        spec = _llm(server.base_url).draft(request)
+    assert len(server.requests) == 1
+    roles = {actor.role for actor in spec.actors}
+    assert spec.companions == author.draw_companions(request.seed, spec.bug.family, roles)
+    assert spec.companions

@@ -97,3 +97,20 @@ def test_every_family_has_a_primary_cwe_in_its_list() -> None:
     for fam in families.FAMILIES.values():
         assert fam.cwe in fam.cwes
         assert fam.owasp == "A01:2021"
+
+
+def test_companions_are_other_self_contained_families_with_their_roles() -> None:
+    data = _data()
+    assert data["companions"]  # the template author draws them
+    assert "F01" not in families.COMPANIONS and "F14" not in families.COMPANIONS
+    for wrong, message in (
+        (["F01"], "companions must be members"),  # the bug's own family
+        (["F07"], "companions must be members"),  # its sites are the skeleton's
+        (["F14"], "companions must be members"),  # its code adds middleware and mounts
+        (["F21", "F21"], "companions must be distinct"),
+    ):
+        with pytest.raises(ValidationError, match=message):
+            ScenarioSpec.model_validate({**data, "companions": wrong})
+    assert not any(a["role"] == "manager" for a in data["actors"])
+    with pytest.raises(ValidationError, match=r"companion F20 needs .*manager"):
+        ScenarioSpec.model_validate({**data, "companions": ["F20"]})

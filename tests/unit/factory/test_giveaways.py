@@ -41,6 +41,18 @@ def test_report_rates_each_probe_per_family_against_chance() -> None:
         for rate in row.probes.values():
             assert 0.0 <= rate.rate <= 1.0 and 0.0 < rate.chance < 0.5
             assert rate.hits == round(rate.rate * rate.scenarios)
-    # every F18 app adds its own form router, which the reference fix changes: remembering
-    # another family's app and diffing finds it
+
+
+def test_without_companions_a_family_only_file_is_given_away() -> None:
+    """The probe finds what companions hide: stripped of them, every F18 app adds a form
+    router no F01 app has, and remembering an F01 app and diffing finds it."""
+    cfg = config.FactoryConfig(count=8, seed=28, families=["F01", "F18"])
+    specs = [author.TemplateAuthor().draft(r) for r in author.plan(cfg)]
+    assert all(spec.companions for spec in specs)
+    bare = [compiler.compile_bundle(spec.model_copy(update={"companions": []})) for spec in specs]
+    rows = {row.family: row for row in giveaways.report(bare)}
     assert rows["F18"].probes["nearest_diff"].ratio > 2
+    with_companions = {row.family: row for row in giveaways.report(_drafts(8))}
+    assert (
+        with_companions["F18"].probes["nearest_diff"].hits < rows["F18"].probes["nearest_diff"].hits
+    )

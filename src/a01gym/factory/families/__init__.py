@@ -45,6 +45,7 @@ from a01gym.factory.families.base import OWASP_A01, Family, FamilyApp
 from a01gym.factory.families.vocabulary import Mode, Trap
 
 __all__ = [
+    "COMPANIONS",
     "FAMILIES",
     "OWASP_A01",
     "TRAPS",
@@ -65,6 +66,8 @@ _MODULES = tuple(
 """The family modules imported above, in id order (the import is the one list to edit)."""
 
 FAMILIES: dict[str, Family] = {module.FAMILY.id: module.FAMILY for module in _MODULES}
+COMPANIONS: tuple[str, ...] = tuple(f.id for f in FAMILIES.values() if f.companion)
+"""The families whose secure app code may stand beside another family's bug."""
 TRAPS: dict[str, Trap] = {t.name: t for f in FAMILIES.values() for t in f.every_trap}
 """Every trap some family uses, by name (a family names its own in ``Family.traps``)."""
 TRAP_KINDS: tuple[str, ...] = tuple(sorted(TRAPS))

@@ -11,7 +11,9 @@ family's own, so the shared skeleton never asks which family it renders:
 * for sites only its app has: the app code (:class:`FamilyApp`, which may also add to the
   skeleton's ``config``, ``security`` and ``main`` modules), the exploits, the fixture rows
   and the policy words;
-* for every family: hidden regression tests of its own.
+* for every family: hidden regression tests of its own;
+* for a self-contained family marked ``companion``: its secure app code beside other
+  families' bugs, so its files are no giveaway.
 
 The registry in ``families/__init__.py`` imports each module once, so adding a family is one
 new module and one registry line.
@@ -61,6 +63,30 @@ class FamilyApp:
     security: str = ""
     middleware: list[str] = dataclasses.field(default_factory=list)
     admin_mounts: list[str] = dataclasses.field(default_factory=list)
+
+    def merged(self, other: FamilyApp) -> FamilyApp:
+        """This app code with ``other``'s beside it (a companion's: see ``Family.companion``).
+
+        Raises:
+            ValueError: when both define the same file or router.
+        """
+        clash = sorted(set(self.files) & set(other.files)) + sorted(
+            set(self.routers) & set(other.routers)
+        )
+        if clash:
+            raise ValueError(f"two families' app code both define {clash}")
+        return FamilyApp(
+            files={**self.files, **other.files},
+            routers=[*self.routers, *other.routers],
+            schema="\n".join(part for part in (self.schema, other.schema) if part),
+            config="\n".join(part for part in (self.config, other.config) if part),
+            main_imports=[*self.main_imports]
+            + [line for line in other.main_imports if line not in self.main_imports],
+            main_setup=[*self.main_setup, *other.main_setup],
+            security="\n\n\n".join(part for part in (self.security, other.security) if part),
+            middleware=[*self.middleware, *other.middleware],
+            admin_mounts=[*self.admin_mounts, *other.admin_mounts],
+        )
 
 
 def _no_tests(cast: Cast) -> list[HttpTest]:
@@ -141,6 +167,13 @@ class Family:
         default=None, compare=False, repr=False
     )
     """Extra policy sentences (from the spec) for TASK.md and the manifest."""
+    companion: bool = False
+    """Whether the family's own app code, rendered secure, may stand beside another family's
+    bug as a *companion* (``ScenarioSpec.companions``): its routes, fixture rows, policy
+    lines, regressions and guards then come with it. Without companions a file only this
+    family's app has would be in exactly the apps where it holds the bug, and a diff against
+    any other scenario would point at it (:mod:`a01gym.factory.giveaways`). Only families
+    whose code adds modules and settings (no middleware, no extra mounts) qualify."""
 
     @property
     def cwe(self) -> str:

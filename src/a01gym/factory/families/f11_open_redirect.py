@@ -320,6 +320,7 @@ FAMILY = Family(
     regressions=_regressions,
     exploits=_exploits,
     app=_app,
+    companion=True,
     policy=_policy,
     hint_areas={"redirect": "signing in and out"},
 )

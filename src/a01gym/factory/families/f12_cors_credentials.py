@@ -187,6 +187,7 @@ FAMILY = Family(
     cross_tenant=False,
     exploits=_exploits,
     app=_app,
+    companion=True,
     regressions=_regressions,
     policy=_policy,
     hint_areas={"cors": "calls from browsers"},

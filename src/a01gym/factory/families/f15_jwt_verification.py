@@ -392,6 +392,7 @@ FAMILY = Family(
     cross_tenant=False,
     exploits=_exploits,
     app=_app,
+    companion=True,
     regressions=_regressions,
     fixture=_fixture,
     policy=_policy,

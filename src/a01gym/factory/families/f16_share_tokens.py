@@ -331,6 +331,7 @@ FAMILY = Family(
     trap_sites={"creator_edits": "share.open"},
     exploits=_exploits,
     app=_app,
+    companion=True,
     regressions=_regressions,
     fixture=_fixture,
     policy=_policy,

@@ -363,6 +363,7 @@ FAMILY = Family(
     cross_tenant=False,
     exploits=_exploits,
     app=_app,
+    companion=True,
     regressions=_regressions,
     policy=_policy,
     hint_areas={"csrf": "the browser UI's forms"},

@@ -293,6 +293,7 @@ FAMILY = Family(
     cross_tenant=False,
     exploits=_exploits,
     app=_app,
+    companion=True,
     regressions=_regressions,
     policy=_policy,
     hint_areas={"optional": "the public pages"},
