@@ -50,16 +50,74 @@ _JWT_FAR_FUTURE = 4_102_444_800
 _ID_LOW, _ID_SPAN = 10_000, 9_990_000
 _ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
 
-_ADJECTIVES = (
-    "amber brisk cedar dusty eager fallow gentle hollow ivory jagged keen lunar mellow narrow "
-    "olive plain quiet rustic silver tidal umber vivid woven young bold calm deep early fresh "
-    "grand humble misty"
-).split()
-_NOUNS = (
-    "harbor ledger meadow orchard pillar quarry ridge summit thicket valley willow anchor "
-    "beacon canyon delta ember falcon glacier heron island juniper kestrel lagoon marble "
-    "nectar otter prairie quill raven saddle timber upland"
-).split()
+_ADJECTIVES = [
+    "amber",
+    "brisk",
+    "cedar",
+    "dusty",
+    "eager",
+    "fallow",
+    "gentle",
+    "hollow",
+    "ivory",
+    "jagged",
+    "keen",
+    "lunar",
+    "mellow",
+    "narrow",
+    "olive",
+    "plain",
+    "quiet",
+    "rustic",
+    "silver",
+    "tidal",
+    "umber",
+    "vivid",
+    "woven",
+    "young",
+    "bold",
+    "calm",
+    "deep",
+    "early",
+    "fresh",
+    "grand",
+    "humble",
+    "misty",
+]
+_NOUNS = [
+    "harbor",
+    "ledger",
+    "meadow",
+    "orchard",
+    "pillar",
+    "quarry",
+    "ridge",
+    "summit",
+    "thicket",
+    "valley",
+    "willow",
+    "anchor",
+    "beacon",
+    "canyon",
+    "delta",
+    "ember",
+    "falcon",
+    "glacier",
+    "heron",
+    "island",
+    "juniper",
+    "kestrel",
+    "lagoon",
+    "marble",
+    "nectar",
+    "otter",
+    "prairie",
+    "quill",
+    "raven",
+    "saddle",
+    "timber",
+    "upland",
+]
 _UPPER = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 CANARY_SHAPES = (
     r"sk_live_[a-z2-9]{24}"
