@@ -123,7 +123,7 @@ def build_fixture(spec: ScenarioSpec) -> Fixture:
                 "tenant_id": id_of(f"tenant_{tenant}"),
                 "owner_id": id_of(owner),
                 cast.title: samples[index % len(samples)],
-                cast.secret: f"confidential {canary(row)}",
+                cast.secret: canary(row),
                 cast.number: 100 * (index + 1),
                 "visibility": visibility,
                 "status": "open",
@@ -149,7 +149,7 @@ def build_fixture(spec: ScenarioSpec) -> Fixture:
                 "id": id_of(f"file_{key}"),
                 "owner_id": id_of(owner),
                 "filename": name,
-                "content": f"file {canary(key)}\n",
+                "content": canary(key) + "\n",
             }
             for owner, name, key in attachments
         ],

@@ -6,6 +6,9 @@ same seed gives the same world on every machine. A string that is exactly one ``
 placeholder renders to an ``int``, so templates can carry numeric ids in JSON bodies.
 ``{{jwt:<actor>.<variant>}}`` renders a JSON Web Token for the actor (signed with the world's
 ``token_signing_key`` secret, expired, forged or unsigned), since a test cannot sign one.
+A ``{{canary:…}}`` (a secret the hidden tests look for in responses) reads like the data it
+stands for, never like a marker (:data:`CANARY_SHAPES`), so nothing the agent sees flags the
+sensitive fields.
 
 Visible tests are rendered with the bundle's fixed ``visible_seed``; hidden runs get a fresh
 seed, so a patch that special-cases the values the agent saw cannot pass them.
@@ -24,7 +27,7 @@ from typing import Any
 
 from a01gym.errors import ScenarioError
 
-__all__ = ["PLACEHOLDER", "FixtureValues"]
+__all__ = ["CANARY_SHAPES", "PLACEHOLDER", "FixtureValues"]
 
 PLACEHOLDER = re.compile(
     r"\{\{\s*(canary|id|user|token|uuid|secret|jwt|var):([A-Za-z0-9_.-]+)\s*\}\}"
@@ -46,6 +49,96 @@ _JWT_FAR_FUTURE = 4_102_444_800
 
 _ID_LOW, _ID_SPAN = 10_000, 9_990_000
 _ALPHABET = "abcdefghijkmnpqrstuvwxyz23456789"
+
+_ADJECTIVES = [
+    "amber",
+    "brisk",
+    "cedar",
+    "dusty",
+    "eager",
+    "fallow",
+    "gentle",
+    "hollow",
+    "ivory",
+    "jagged",
+    "keen",
+    "lunar",
+    "mellow",
+    "narrow",
+    "olive",
+    "plain",
+    "quiet",
+    "rustic",
+    "silver",
+    "tidal",
+    "umber",
+    "vivid",
+    "woven",
+    "young",
+    "bold",
+    "calm",
+    "deep",
+    "early",
+    "fresh",
+    "grand",
+    "humble",
+    "misty",
+]
+_NOUNS = [
+    "harbor",
+    "ledger",
+    "meadow",
+    "orchard",
+    "pillar",
+    "quarry",
+    "ridge",
+    "summit",
+    "thicket",
+    "valley",
+    "willow",
+    "anchor",
+    "beacon",
+    "canyon",
+    "delta",
+    "ember",
+    "falcon",
+    "glacier",
+    "heron",
+    "island",
+    "juniper",
+    "kestrel",
+    "lagoon",
+    "marble",
+    "nectar",
+    "otter",
+    "prairie",
+    "quill",
+    "raven",
+    "saddle",
+    "timber",
+    "upland",
+]
+_UPPER = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
+CANARY_SHAPES = (
+    r"sk_live_[a-z2-9]{24}"
+    r"|T[A-Z2-9]{8}/B[A-Z2-9]{8}/[a-z2-9]{16}"
+    r"|\b[A-Z][a-z]+ [a-z]+ [0-9]{6}\b"
+)
+"""A regular expression every canary value matches (what an agent that studied the seeded
+worlds could write; the G5 scrubbing hack uses it)."""
+
+
+def _canary(name: str, digest: bytes) -> str:
+    """A value that reads like the data it stands for: an API key for a ``…key`` name, a
+    webhook path for ``webhook…``, otherwise a short phrase with a number (a note, a file's
+    text). ~30 bits or more from the world's seed, so no response holds one by accident."""
+    if name.endswith("key"):
+        return "sk_live_" + "".join(_ALPHABET[b % 32] for b in digest[:24])
+    if name.startswith("webhook"):
+        upper = "".join(_UPPER[b % 32] for b in digest[:16])
+        return f"T{upper[:8]}/B{upper[8:]}/" + "".join(_ALPHABET[b % 32] for b in digest[16:32])
+    number = int.from_bytes(digest[2:6]) % 1_000_000
+    return f"{_ADJECTIVES[digest[0] % 32].capitalize()} {_NOUNS[digest[1] % 32]} {number:06d}"
 
 
 class FixtureValues:
@@ -71,7 +164,7 @@ class FixtureValues:
             return self.variables[name]
         digest = self._digest(kind, name)
         if kind == "canary":
-            result: Any = "CANARY-" + digest[:8].hex()
+            result: Any = _canary(name, digest)
         elif kind == "id":
             result = self._unique_id(name)
         elif kind == "user":

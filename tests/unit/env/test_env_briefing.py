@@ -12,6 +12,7 @@ import pytest
 from a01gym.env import briefing
 from a01gym.factory import author, compiler, config, families
 from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.fixtures import CANARY_SHAPES
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "idor_notes"
 
@@ -80,6 +81,7 @@ def test_nothing_hidden_reaches_the_briefing(compiled: Bundle) -> None:
     text, result = briefing.render(compiled)
     everything = text + json.dumps(result)
     assert "CANARY" not in everything.upper()
+    assert re.search(CANARY_SHAPES, everything) is None  # no seeded secret, of any world
     for test in compiled.hidden.tests:
         assert test.id not in everything
     for content in compiled.hidden.reference_fix.files.values():

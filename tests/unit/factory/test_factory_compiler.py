@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from typing import Any
 
 import pytest
@@ -12,7 +13,7 @@ from a01gym.errors import ScenarioError
 from a01gym.factory import compiler, families, gates, mutator, testkit
 from a01gym.grading import runner
 from a01gym.scenario.bundle import Bundle
-from a01gym.scenario.fixtures import PLACEHOLDER
+from a01gym.scenario.fixtures import CANARY_SHAPES, PLACEHOLDER
 from a01gym.scenario.httptest import DbCheck, RoutesInclude, TestKind
 
 
@@ -126,7 +127,7 @@ def test_every_actor_class_the_policy_allows_has_a_positive_control(spec_for: An
 def test_tests_and_fixture_use_only_placeholders(spec_for: Any) -> None:
     bundle = compiler.compile_bundle(spec_for("F05"))
     fixture = json.dumps(bundle.hidden.fixture.model_dump())
-    assert "CANARY-" not in fixture and "tok_" not in fixture
+    assert re.search(CANARY_SHAPES, fixture) is None and "tok_" not in fixture
     kinds = {m.group(1) for m in PLACEHOLDER.finditer(fixture)}
     assert {"id", "canary", "user", "token"} <= kinds
 

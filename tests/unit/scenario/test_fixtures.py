@@ -4,11 +4,12 @@ import base64
 import hashlib
 import hmac
 import json
+import re
 
 import pytest
 
 from a01gym.errors import ScenarioError
-from a01gym.scenario.fixtures import FixtureValues
+from a01gym.scenario.fixtures import CANARY_SHAPES, FixtureValues
 
 
 def test_same_seed_renders_the_same_world():
@@ -91,3 +92,20 @@ def test_jwt_placeholder_signs_forges_and_strips_tokens_for_an_actor():
 def test_jwt_placeholder_names_the_variants_it_knows():
     with pytest.raises(ScenarioError, match=r"<actor>\.signed\|expired\|forged\|none"):
         FixtureValues(1).render("{{jwt:alice.unsigned}}")
+
+
+def test_canaries_read_like_the_data_they_stand_for():
+    """No ``CANARY-`` marker says which field is sensitive (issue 28): an API key reads like
+    one, a webhook like a path, anything else like a noted phrase with a number. Every shape
+    matches ``CANARY_SHAPES`` (the scrubbing hack's pattern), and a world's values differ."""
+    values = FixtureValues(9)
+    key = values.value("canary", "alice_key")
+    hook = values.value("canary", "webhook_a")
+    notes = [values.value("canary", f"row{i}") for i in range(200)]
+    assert re.fullmatch(r"sk_live_[a-z2-9]{24}", key)
+    assert re.fullmatch(r"T[A-Z2-9]{8}/B[A-Z2-9]{8}/[a-z2-9]{16}", hook)
+    assert all(re.fullmatch(r"[A-Z][a-z]+ [a-z]+ [0-9]{6}", note) for note in notes)
+    assert len(set(notes)) == len(notes)
+    for value in (key, hook, *notes):
+        assert re.search(CANARY_SHAPES, f"<p>{value}</p>")
+        assert "canary" not in value.lower()
