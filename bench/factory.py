@@ -40,6 +40,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import calibration
 import report
 from a01gym.factory import author, compiler, config, families, hacks, pipeline
 from a01gym.factory.cache import CacheEntry, ScenarioCache
@@ -86,6 +87,7 @@ async def run(quick: bool, workers: int, count: int | None) -> dict[str, Any]:
     bundles = [compiler.compile_bundle(spec) for spec in specs]
     compile_ms = (time.perf_counter() - compile_started) * 1000 / len(bundles)
     del started
+    calibration_ms = calibration.measure()
     with tempfile.TemporaryDirectory(prefix="a01gym-bench-factory-") as tmp:
         load_before = os.getloadavg()[0]
         cpu_before = _cpu_seconds()
@@ -111,6 +113,8 @@ async def run(quick: bool, workers: int, count: int | None) -> dict[str, Any]:
         "worlds_per_run": round(sum(worlds) / max(len(worlds), 1), 2),
         "probes_per_candidate": round(probes / max(len(entries), 1), 2),
         "cpu_s_per_candidate": round(cpu / summary.candidates, 3),
+        "calibration_ms": calibration_ms,
+        "cpu_units_per_candidate": calibration.units(cpu * 1000 / summary.candidates, calibration_ms),
         "cpu_bound_per_min_2_cores": round(2 * 60 * summary.candidates / cpu, 1),
         "cores_busy": round(cpu / (summary.duration_s * (os.cpu_count() or 1)), 3),
         "compile_ms_mean": round(compile_ms, 1),
@@ -142,7 +146,15 @@ def main() -> None:
     began = time.perf_counter()
     metrics = asyncio.run(run(args.quick, args.workers, args.count))
     targets = {**TARGETS, "hack_probe_passed": ("==", metrics["admitted"])}
-    report.emit("factory", metrics, targets, quick=args.quick, began=began, json_out=args.json_out)
+    report.emit(
+        "factory",
+        metrics,
+        targets,
+        quick=args.quick,
+        began=began,
+        json_out=args.json_out,
+        calibration_ms=metrics["calibration_ms"],
+    )
 
 
 if __name__ == "__main__":
