@@ -12,13 +12,17 @@ Measures, on one build into a fresh temporary cache:
 * ``runs_per_candidate`` (G1–G3 runs), ``worlds_per_run`` (G4), ``probes_per_candidate`` (G5)
   and ``compile_ms_mean`` for context.
 
-Targets (issues 3, 13): ``validated_per_min`` ≥ 60 on 2 cores, ``yield`` ≥ 0.9, ``families`` the
-whole catalog, ``domains`` ≥ 16, ``styles`` ≥ 2, ``hack_probe_passed`` == ``admitted``. The
-gates are CPU-bound, so a busy shared host lowers ``validated_per_min``; the JSON therefore also
-reports the load average, the CPU seconds spent per candidate (this process plus every sandbox,
-all reaped by the end), ``cpu_bound_per_min_2_cores``, the rate two otherwise idle cores
-would sustain at that CPU cost, and ``cores_busy``, the share of the machine's cores the build
-kept busy (other users' load lowers it too).
+Targets (issues 3, 13, 29): ``cpu_units_per_candidate`` ≤ 192, the CPU seconds a candidate
+costs (this process plus every sandbox, all reaped by the end) in units of the calibration
+workload timed in the same run (before and after the build, averaged); ``yield`` ≥ 0.9,
+``families`` the whole catalog, ``domains`` ≥ 16, ``styles`` ≥ 2, ``hack_probe_passed`` ==
+``admitted``. The 192 is the former absolute bar, 60 candidates a minute on 2 cores (2 CPU-s a
+candidate), translated as ``bench/scale.py`` translates its own: on a machine ~2.5× faster than
+one where the calibration reads ~26 ms. ``validated_per_min`` stays in the JSON without a
+target, since the load and the machine's speed move it with no code change; beside it, the
+load average, ``cpu_s_per_candidate``, ``cpu_bound_per_min_2_cores`` (the rate two otherwise
+idle cores would sustain at that CPU cost) and ``cores_busy`` (the share of the machine's cores
+the build kept busy; other users' load lowers it too).
 
 ``--workers`` (concurrent sandbox runs) defaults to one more than the cores: a run hands every
 request from the verifier to the sandbox's supervisor to the app and back, so one run keeps a
@@ -46,7 +50,7 @@ from a01gym.factory import author, compiler, config, families, hacks, pipeline
 from a01gym.factory.cache import CacheEntry, ScenarioCache
 
 TARGETS = {
-    "validated_per_min": (">=", 60.0),
+    "cpu_units_per_candidate": ("<=", 192.0),
     "yield": (">=", 0.9),
     "families": (">=", len(families.FAMILIES)),
     "domains": (">=", 16),
@@ -87,7 +91,7 @@ async def run(quick: bool, workers: int, count: int | None) -> dict[str, Any]:
     bundles = [compiler.compile_bundle(spec) for spec in specs]
     compile_ms = (time.perf_counter() - compile_started) * 1000 / len(bundles)
     del started
-    calibration_ms = calibration.measure()
+    calibration_before = calibration.measure()
     with tempfile.TemporaryDirectory(prefix="a01gym-bench-factory-") as tmp:
         load_before = os.getloadavg()[0]
         cpu_before = _cpu_seconds()
@@ -95,6 +99,9 @@ async def run(quick: bool, workers: int, count: int | None) -> dict[str, Any]:
         cpu = _cpu_seconds() - cpu_before  # the backend has closed: sandboxes are reaped
         load_after = os.getloadavg()[0]
         entries = ScenarioCache(Path(tmp) / "cache").entries()
+    # the unit drifts on a shared VM within minutes (15-27 ms in one hour here): time it on both
+    # sides of the build
+    calibration_ms = round((calibration_before + calibration.measure()) / 2, 2)
     runs = sum(2 + len(b.hidden.traps) for b in bundles)
     worlds = [len(r["world_verdicts"]) for e in entries for r in e.validation["runs"]]
     probes = sum(p["ran"] for e in entries for p in e.validation.get("probes", []))
@@ -114,7 +121,9 @@ async def run(quick: bool, workers: int, count: int | None) -> dict[str, Any]:
         "probes_per_candidate": round(probes / max(len(entries), 1), 2),
         "cpu_s_per_candidate": round(cpu / summary.candidates, 3),
         "calibration_ms": calibration_ms,
-        "cpu_units_per_candidate": calibration.units(cpu * 1000 / summary.candidates, calibration_ms),
+        "cpu_units_per_candidate": calibration.units(
+            cpu * 1000 / summary.candidates, calibration_ms
+        ),
         "cpu_bound_per_min_2_cores": round(2 * 60 * summary.candidates / cpu, 1),
         "cores_busy": round(cpu / (summary.duration_s * (os.cpu_count() or 1)), 3),
         "compile_ms_mean": round(compile_ms, 1),

@@ -93,9 +93,7 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         total += user + system
     result["server_cpu_ms_per_reset"] = round(total / n, 2)
     result["calibration_ms"] = calibration.measure()
-    result["server_cpu_units_per_reset"] = calibration.units(
-        total / n, result["calibration_ms"]
-    )
+    result["server_cpu_units_per_reset"] = calibration.units(total / n, result["calibration_ms"])
     result["sessions"] = n
     result["cache"] = str(cache)
     return result
