@@ -7,8 +7,8 @@ sandbox: the code an agent reads is fixed at compile time), rated by
 families stripped (what every build was before companions). ~45 s on one core.
 
 The bounds are a ratchet at the figures measured when companions landed (2026-11-29, seed 28:
-``nearest_diff`` 2.0x chance over all families as built, 5.5x without companions; the worst
-family 11.5x, F20, whose companion needs a manager actor). The issue's target, every probe
+``nearest_diff`` 1.9x chance over all families as built, 5.5x without companions; the worst
+family 11.5x, F20, whose companion needs a manager actor; ``unused_helper`` 0.2x). The issue's target, every probe
 within 2x chance in every family, is not met yet: ``largest_file`` finds the records router of
 F07 and F08 (the skeleton's largest file) and the secure and broken renderings of F19-F21
 still differ more than two unrelated apps do; ``tools/giveaway_probe.py`` prints the table.
@@ -66,5 +66,5 @@ def test_companions_cut_the_nearest_app_diff_probe_to_near_chance(
         assert (
             built[family].probes["nearest_diff"].hits < bare[family].probes["nearest_diff"].hits
         ), family
-    # the helper probe stays below chance overall
-    assert built["ALL"].probes["unused_helper"].ratio <= 1.0
+    # the helper probe stays below chance overall (no dead setting in F12 or F18 apps)
+    assert built["ALL"].probes["unused_helper"].ratio <= 0.5

@@ -27,8 +27,8 @@ _EVIL = "https://evilexample.test"
 
 STRUCTURES = ("main", "config", "regex")
 """Where the allowed origins are stated: a list in ``main.py``; a ``CORS_ALLOW_ORIGINS``
-setting in ``config.py`` (the vulnerable one is ``("*",)``); or an escaped, whole-origin
-``allow_origin_regex`` in ``main.py``."""
+setting in ``config.py`` (the vulnerable one adds ``"*"`` to the front end's); or an escaped,
+whole-origin ``allow_origin_regex`` in ``main.py``."""
 
 
 def _origins(mode: str, seed: int, structure: str) -> str:
@@ -36,9 +36,9 @@ def _origins(mode: str, seed: int, structure: str) -> str:
         return "allow_origins=list(config.CORS_ALLOW_ORIGINS)"
     if structure == "regex" and mode == "secure":
         return "allow_origin_regex=re.escape(config.FRONTEND_ORIGINS[0])"
-    if mode == "vuln":
+    if mode == "vuln":  # the front end's setting stays in use: no unused name points here
         return (
-            'allow_origins=["*"]'
+            'allow_origins=[*config.FRONTEND_ORIGINS, "*"]'
             if seed % 2 == 0
             else 'allow_origin_regex=r"https://.*example\\.test"'
         )
@@ -66,7 +66,7 @@ def _app(r: Renderer) -> FamilyApp:
         )
     config = f'FRONTEND_ORIGINS = ("{frontend_origin(r.spec)}",)'
     if structure == "config":
-        allowed = '("*",)' if mode == "vuln" else "FRONTEND_ORIGINS"
+        allowed = '(*FRONTEND_ORIGINS, "*")' if mode == "vuln" else "FRONTEND_ORIGINS"
         config += f"\nCORS_ALLOW_ORIGINS = {allowed}"
     imports = ["from fastapi.middleware.cors import CORSMiddleware"] if setup else []
     if "re.escape" in "".join(setup):

@@ -217,10 +217,13 @@ def _app(r: Renderer) -> FamilyApp:
         '''
     )
     text = "\n\n\n".join([head, *helpers, account, *handlers]) + "\n"
+    # the setting only where a check reads it (the referer trap): a setting nobody reads points
+    # at its file (factory/giveaways.py's unused_helper)
+    uses_config = "config." in "".join(helpers)
     return FamilyApp(
         files={"app/routers/web.py": text},
         routers=["web"],
-        config=f'FRONTEND_ORIGIN = "{frontend_origin(r.spec)}"',
+        config=f'FRONTEND_ORIGIN = "{frontend_origin(r.spec)}"' if uses_config else "",
     )
 
 
