@@ -5,7 +5,10 @@ N Episodes against one SandboxPool on the local control plane with the simulated
 created as fast as ``concurrency`` requests allow, then all deleted. What it reports:
 
 * ``scale_episodes_per_s``: N over the whole cycle, first create to the last sandbox pod and
-  token Secret gone (``scale_ready_per_s``: N over first create to the last Episode Ready);
+  token Secret gone (``scale_ready_per_s``: N over first create to the last Episode Ready),
+  against ``floor_chains_per_s``: N of :func:`floor_chain` at the same concurrency from the
+  same client, after the cycle (``scale_throughput_ratio``, the target: at least 0.15; it was
+  50 Episodes a second in absolute terms, which a slower machine misses with no code change);
 * ``scale_api_requests_per_episode``: the kube-apiserver's own request counter
   (``apiserver_request_total``, every client: this bench's 2, the kubelet's, the garbage
   collector's, the operator's) over the cycle, per Episode, and the biggest kinds of it;
@@ -35,13 +38,18 @@ from stack import Stack
 from a01gym.sandbox.host.kube_client import KubeApiError, KubeClient
 from a01gym.sandbox.host.kube_credentials import KubeCredentials
 
-__all__ = ["TARGETS", "leftovers", "run_scale"]
+__all__ = ["TARGETS", "floor_chain", "floor_cleanup", "leftovers", "run_scale"]
 
 TARGETS = {
     "scale_orphans": ("<=", 0),
     "scale_double_claims": ("<=", 0),
     "scale_not_ready": ("<=", 0),
-    "scale_episodes_per_s": (">=", 50.0),
+    # Episodes per second through the whole cycle (create, claim, Ready, delete, cleanup), as
+    # a share of the same number of floor chains per second (same client, same concurrency).
+    # 0.15 is the former absolute bar, 50 a second, over the 323 chains a second of a quiet
+    # 2-core machine (2026-11-29); an Episode makes ~12 API requests across every client where
+    # a chain makes 4, so the API server alone would allow ~0.35
+    "scale_throughput_ratio": (">=", 0.15),
 }
 _REQUEST_LINE = re.compile(r"^apiserver_request_total\{([^}]*)\} ([0-9.e+]+)$", re.MULTILINE)
 _LABEL = re.compile(r'(\w+)="([^"]*)"')
@@ -211,11 +219,38 @@ async def run_scale(
         await asyncio.sleep(settle_s)
         results["scale_orphans"] = await leftovers(api)
         await kube.delete(api.path("sandboxpools", "scale"))
+        # the reference, same client and concurrency: the API requests of one warm claim
+        # (floor_chain) for as many Episodes, with no operator or kubelet in the loop
+        names = [f"floor-{i:05d}" for i in range(episodes)]
+        started = time.perf_counter()
+        await _gather_limited(concurrency, [floor_chain(kube, api, n) for n in names])
+        results["floor_chains_per_s"] = round(episodes / (time.perf_counter() - started), 1)
+        await _gather_limited(concurrency, [floor_cleanup(kube, api, n) for n in names])
+        results["scale_throughput_ratio"] = round(
+            results["scale_episodes_per_s"] / results["floor_chains_per_s"], 3
+        )
     finally:
         watching.cancel()
         await asyncio.gather(watching, return_exceptions=True)
         await kube.aclose()
     return results
+
+
+async def floor_chain(kube: KubeClient, api: Api, name: str) -> None:
+    """The requests a warm claim needs in turn, made by one client with nobody reacting: an
+    object created (the Episode), patched twice (the pod's claim label, the Episode's Ready
+    status) and read back (the token). The reference of ``bench/k8s.py``'s latencies and of
+    this module's throughput: what the API server and etcd cost the same chain here."""
+    path = f"/api/v1/namespaces/{api.ns}/configmaps"
+    await kube.create(path, {"metadata": {"name": name}, "data": {"phase": "Pending"}})
+    await kube.patch(f"{path}/{name}", {"metadata": {"labels": {"claimed": "yes"}}})
+    await kube.patch(f"{path}/{name}", {"data": {"phase": "Ready"}})
+    await kube.get(f"{path}/{name}")
+
+
+async def floor_cleanup(kube: KubeClient, api: Api, name: str) -> None:
+    """Delete what :func:`floor_chain` made (not part of the timed chain)."""
+    await kube.delete(f"/api/v1/namespaces/{api.ns}/configmaps/{name}")
 
 
 async def leftovers(api: Api) -> int:
