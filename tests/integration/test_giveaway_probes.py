@@ -6,12 +6,13 @@ sandbox: the code an agent reads is fixed at compile time), rated by
 :func:`a01gym.factory.giveaways.report`, once as built and once with every spec's companion
 families stripped (what every build was before companions). ~45 s on one core.
 
-The bounds are a ratchet at the figures measured when companions landed (2026-11-29, seed 28:
-``nearest_diff`` 1.9x chance over all families as built, 5.5x without companions; the worst
-family 11.5x, F20, whose companion needs a manager actor; ``unused_helper`` 0.2x). The issue's target, every probe
-within 2x chance in every family, is not met yet: ``largest_file`` finds the records router of
-F07 and F08 (the skeleton's largest file) and the secure and broken renderings of F19-F21
-still differ more than two unrelated apps do; ``tools/giveaway_probe.py`` prints the table.
+The bounds are a ratchet at the figures measured when companions landed (2026-11-29, seed
+28: ``nearest_diff`` 1.9x chance over all families as built, 5.5x without companions; the
+worst family 11.5x, F20, whose companion needs a manager actor; ``unused_helper`` 0.2x). The
+issue's target, every probe within 2x chance in every family, is not met yet:
+``largest_file`` finds ``app/repository.py``, the largest file of every app, where F07, F08
+and others are fixed, and the secure and broken renderings of F19-F21 still differ more than
+two unrelated apps do; ``tools/giveaway_probe.py`` prints the table.
 """
 
 from __future__ import annotations
