@@ -2,7 +2,10 @@
 # Provision the binaries the Kubernetes integration tests run against:
 # a real kube-apiserver and kube-controller-manager (built from the
 # k8s.io/kubernetes Go module pinned in tools/envtest/go.mod), etcd (Debian's
-# etcd-server package), helm and kubeconform (go install).
+# etcd-server package), helm and kubeconform (go install); and, for the real node
+# (tests/integration/k8s/node.py, tools/cluster.py), kubelet, kube-scheduler, kube-proxy and
+# kubectl from the same module. The node's containerd, runc and CNI plugins are Debian's
+# (containerd runc containernetworking-plugins), installed by .ci/run.
 #
 # Binaries are cached in ~/.cache/a01gym/envtest/<k8s-version>/bin (outside the clone, so
 # CI's fresh clones reuse them) and only the first run pays for the build (~10-45 min on 2
@@ -78,6 +81,9 @@ ensure_etcd() {
 
 build_k8s kube-apiserver
 build_k8s kube-controller-manager
+for cmd in kube-scheduler kubelet kube-proxy kubectl; do
+    build_k8s "$cmd"
+done
 install_tool helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 install_tool kubeconform "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION"
 ensure_etcd

@@ -12,13 +12,17 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(ROOT / "tests" / "integration" / "k8s"))
 
 
 def _unavailable(reason: str) -> None:
@@ -78,3 +82,26 @@ def images(engine: None) -> dict[str, tuple[str, int]]:
         tag, image_id, size = line.split()
         built[tag] = (image_id, int(size))
     return built
+
+
+@pytest.fixture(scope="session")
+def cluster(
+    images: dict[str, tuple[str, int]], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """A real node (``tests/integration/k8s/node.py``) with the chart installed by ``helm
+    install`` with default values, as a user would: the images just built, imported under the
+    chart's default names. Fails in CI without its binaries (``A01GYM_REQUIRE_NODE=1``)."""
+    from realnode import RealCluster
+
+    started = RealCluster(tmp_path_factory.mktemp("node"))
+    try:
+        started.check()
+    except RuntimeError as exc:
+        if os.environ.get("A01GYM_REQUIRE_NODE") == "1":
+            pytest.fail(f"A01GYM_REQUIRE_NODE=1 but {exc}")
+        pytest.skip(str(exc))
+    try:
+        started.start()
+        yield started
+    finally:
+        started.stop()

@@ -113,6 +113,15 @@ class ControlPlane:
 
     workdir: Path
     bin_dir: Path = dataclasses.field(default_factory=find_bin_dir)
+    host: str = "127.0.0.1"
+    """Where the apiserver listens and what it advertises: a real node's pods reach it there
+    (through the ``kubernetes`` Service), so ``node.py`` passes its bridge's address."""
+    controllers: str = (
+        "garbage-collector-controller,job-controller,namespace-controller,"
+        "serviceaccount-controller"
+    )
+    """The controller-manager's ``--controllers``: without nodes only these matter; a real
+    node's cluster runs the defaults (``*``: Deployments, ReplicaSets, EndpointSlices, ...)."""
     processes: dict[str, subprocess.Popen[bytes]] = dataclasses.field(default_factory=dict)
     url: str = ""
 
@@ -138,7 +147,9 @@ class ControlPlane:
             "kube-apiserver",
             serving_key,
             issuer=(ca, ca_key),
-            sans=["127.0.0.1", "localhost", "kubernetes.default.svc"],
+            sans=sorted(
+                {"127.0.0.1", self.host, "10.96.0.1", "localhost", "kubernetes.default.svc"}
+            ),
         )
         admin_key = _key()
         admin = _cert("a01gym-admin", admin_key, issuer=(ca, ca_key), org="system:masters")
@@ -207,7 +218,7 @@ class ControlPlane:
         self.workdir.mkdir(parents=True, exist_ok=True)
         self._pki()
         pki = self.workdir / "pki"
-        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+        etcd_port, peer_port, api_port = free_port(), free_port(), free_port(self.host)
         etcd_dir = Path("/dev/shm") if Path("/dev/shm").is_dir() else self.workdir
         data = etcd_dir / f"a01gym-etcd-{os.getpid()}-{api_port}"
         self._etcd_data = data
@@ -231,18 +242,22 @@ class ControlPlane:
                 str(2 * 1024**3),
             ],
         )
-        self.url = f"https://127.0.0.1:{api_port}"
+        self.url = f"https://{self.host}:{api_port}"
         self._spawn(
             "kube-apiserver",
             [
                 str(self.bin_dir / "kube-apiserver"),
                 f"--etcd-servers=http://127.0.0.1:{etcd_port}",
-                "--bind-address=127.0.0.1",
-                "--advertise-address=127.0.0.1",
+                f"--bind-address={self.host}",
+                f"--advertise-address={self.host}",
                 f"--secure-port={api_port}",
                 f"--tls-cert-file={pki / 'apiserver.crt'}",
                 f"--tls-private-key-file={pki / 'apiserver.key'}",
                 f"--client-ca-file={pki / 'ca.crt'}",
+                # A real node's kubelet trusts this CA: logs and exec go through it as admin.
+                f"--kubelet-client-certificate={pki / 'admin.crt'}",
+                f"--kubelet-client-key={pki / 'admin.key'}",
+                "--kubelet-preferred-address-types=InternalIP",
                 "--authorization-mode=RBAC",
                 "--service-account-issuer=https://kubernetes.default.svc",
                 f"--service-account-key-file={pki / 'sa.pub'}",
@@ -265,8 +280,7 @@ class ControlPlane:
                 f"--kubeconfig={admin}",
                 f"--authentication-kubeconfig={admin}",
                 f"--authorization-kubeconfig={admin}",
-                "--controllers=garbage-collector-controller,job-controller,"
-                "namespace-controller,serviceaccount-controller",
+                f"--controllers={self.controllers}",
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={free_port()}",

@@ -1,0 +1,184 @@
+"""The chart on a real node: every pod a container run by a real kubelet through containerd
+and runc, installed by ``helm install`` with default values (``realnode.py``).
+
+What the process kubelet of ``tests/integration/k8s`` cannot show: image resolution, probes
+run by the kubelet, a read-only root and dropped capabilities enforced by runc, the pod's own
+``/proc``, Services through kube-proxy, and what happens when containers, pods, the operator or
+the kubelet itself die. NetworkPolicy is not enforced here: the CNI is the reference ``bridge``
+plugin, which implements none (see ``test_network_policy_is_not_enforced_by_the_bridge_cni``).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from realnode import NAMESPACE, SANDBOXES, RealCluster
+
+ROOT = Path(__file__).resolve().parents[3]
+A01GYM = str(Path(sys.executable).with_name("a01gym"))
+
+pytestmark = pytest.mark.timeout(900)
+
+
+def _eval(cluster: RealCluster, agent: str, tmp_path: Path) -> dict:
+    done = subprocess.run(
+        [
+            A01GYM, "eval", "--agent", agent, "--url", cluster.gateway_url(),
+            "--cache", str(cluster.volume), "--split", "train", "--episodes", "3",
+            "--concurrency", "3", "--out", str(tmp_path), "--json",
+        ],
+        capture_output=True, text=True, timeout=600, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_default_install_runs_every_pod_as_a_container(cluster: RealCluster) -> None:
+    pods = cluster.get("pods", "-A")["items"]
+    running = [p for p in pods if p["status"]["phase"] == "Running"]
+    components = {p["metadata"]["labels"].get("app.kubernetes.io/component") for p in running}
+    assert {"operator", "gateway"} <= components
+    assert len(cluster.sandbox_pods("idle")) >= 4  # the default pool's replicas
+    for pod in running:
+        (status,) = pod["status"]["containerStatuses"]
+        assert status["containerID"].startswith("containerd://"), status
+        assert status["ready"], pod["metadata"]["name"]
+        assert status["imageID"], "the image was resolved by the runtime"
+    images = {p["spec"]["containers"][0]["image"] for p in running}
+    assert images == {"ghcr.io/a01gym/a01gym:0.1.0", "ghcr.io/a01gym/sandbox:0.1.0"}
+    factory = cluster.get("-n", NAMESPACE, "job", "a01gym-factory")
+    assert factory["status"]["succeeded"] == 1
+    assert (cluster.volume / "index.sqlite").exists(), "the factory Job filled the claim"
+
+
+def test_example_episode_becomes_ready_from_the_warm_pool(cluster: RealCluster) -> None:
+    cluster.kubectl("-n", SANDBOXES, "apply", "-f", str(ROOT / "examples" / "episode.yaml"))
+    episode = cluster.wait_episode("example", "Ready")
+    pod = cluster.get("-n", SANDBOXES, "pod", episode["status"]["podName"])
+    assert pod["metadata"]["labels"]["a01gym.dev/state"] == "claimed"
+    assert pod["metadata"]["labels"]["a01gym.dev/episode-uid"] == episode["metadata"]["uid"]
+    cluster.kubectl("-n", SANDBOXES, "delete", "episode", "example", "--wait=true")
+    deadline = time.monotonic() + 60
+    while any(p["metadata"]["name"] == pod["metadata"]["name"] for p in cluster.sandbox_pods()):
+        assert time.monotonic() < deadline, "the Episode's pod outlived it"
+        time.sleep(0.5)
+
+
+def test_eval_through_the_clusters_gateway(cluster: RealCluster, tmp_path: Path) -> None:
+    reference = _eval(cluster, "reference", tmp_path)
+    assert reference["completed"] == 3 and reference["errors"] == 0
+    assert reference["mean_reward"] == 1.0
+    noop = _eval(cluster, "noop", tmp_path)
+    assert noop["completed"] == 3 and noop["errors"] == 0
+    assert noop["mean_reward"] == 0.0
+
+
+def test_sandbox_hardening_is_enforced_by_the_runtime(cluster: RealCluster) -> None:
+    pod = cluster.wait_pool_ready(1)[0]["metadata"]["name"]
+    code, out = cluster.exec(pod, "touch", "/written-to-root")
+    assert code != 0 and "Read-only file system" in out
+    code, out = cluster.exec(pod, "id", "-u")
+    assert (code, out.strip()) == (0, "10001")
+    code, out = cluster.exec(pod, "grep", "^Cap", "/proc/self/status")
+    assert code == 0
+    caps = dict(line.split(":\t") for line in out.strip().splitlines())
+    assert set(caps.values()) == {"0000000000000000"}, caps  # no capability, not even bounded
+    code, out = cluster.exec(pod, "ls", "/var/run/secrets/kubernetes.io/serviceaccount")
+    assert code != 0 and "No such file" in out  # no service-account token mounted
+    code, out = cluster.exec(pod, "cat", "/proc/1/cmdline")
+    assert "a01gym.sandbox.inside.control" in out  # its own PID namespace: PID 1 is its own
+    code, out = cluster.exec(pod, "sh", "-c", "echo x > /sandbox/ok && cat /sandbox/ok")
+    assert (code, out.strip()) == (0, "x")  # the workspace volume stays writable
+
+
+def test_network_policy_is_not_enforced_by_the_bridge_cni(cluster: RealCluster) -> None:
+    """The chart's policy allows a sandbox no egress, but the ``bridge`` CNI enforces no
+    NetworkPolicy: a sandbox reaches the gateway's pod. This pins that fact, so the day the
+    node runs an enforcing CNI this test fails and is turned into the enforcement test; until
+    then the operator's startup check (``netguard``) only proves the policy object exists."""
+    policies = cluster.get("-n", SANDBOXES, "networkpolicy")["items"]
+    assert [p["spec"]["policyTypes"] for p in policies] == [["Ingress", "Egress"]]
+    gateway = cluster.get("-n", NAMESPACE, "pods", "-l", "app.kubernetes.io/component=gateway")
+    address = gateway["items"][0]["status"]["podIP"]
+    pod = cluster.wait_pool_ready(1)[0]["metadata"]["name"]
+    probe = (
+        f"import socket; socket.create_connection(('{address}', 8000), timeout=3); print('open')"
+    )
+    code, out = cluster.exec(pod, "python", "-c", probe)
+    assert (code, out.strip()) == (0, "open")
+
+
+def test_deleting_a_claimed_pod_fails_its_episode(cluster: RealCluster) -> None:
+    cluster.apply(_episode("lost"), SANDBOXES)
+    ready = cluster.wait_episode("lost", "Ready")
+    cluster.kubectl("-n", SANDBOXES, "delete", "pod", ready["status"]["podName"], "--wait=false")
+    failed = cluster.wait_episode("lost", "Failed")
+    condition = next(c for c in failed["status"]["conditions"] if c["type"] == "Ready")
+    assert condition["reason"] == "PodLost", condition
+    cluster.kubectl("-n", SANDBOXES, "delete", "episode", "lost")
+
+
+def test_killing_a_sandbox_container_fails_its_episode(cluster: RealCluster) -> None:
+    """The container's process dies (as on an OOM kill): the kubelet sees it exit, the pod
+    turns Failed or restarts, and the Episode must not stay Ready on a sandbox that lost its
+    workspace."""
+    cluster.apply(_episode("killed"), SANDBOXES)
+    ready = cluster.wait_episode("killed", "Ready")
+    pod = cluster.get("-n", SANDBOXES, "pod", ready["status"]["podName"])
+    container = pod["status"]["containerStatuses"][0]["containerID"].removeprefix("containerd://")
+    cluster.node.ctr("tasks", "kill", "--signal", "SIGKILL", container)
+    failed = cluster.wait_episode("killed", "Failed")
+    condition = next(c for c in failed["status"]["conditions"] if c["type"] == "Ready")
+    assert condition["status"] == "False" and condition["reason"], condition
+    cluster.kubectl("-n", SANDBOXES, "delete", "episode", "killed")
+
+
+def test_operator_killed_mid_claim_and_kubelet_restart_leave_no_orphans(
+    cluster: RealCluster,
+) -> None:
+    names = [f"burst-{i}" for i in range(6)]
+    for name in names:
+        cluster.apply(_episode(name), SANDBOXES)
+    operator = cluster.get("-n", NAMESPACE, "pods", "-l", "app.kubernetes.io/component=operator")
+    cluster.kubectl(
+        "-n", NAMESPACE, "delete", "pod", operator["items"][0]["metadata"]["name"],
+        "--grace-period=0", "--force", "--wait=false",
+    )  # fmt: skip
+    cluster.node.restart_kubelet()
+    episodes = [cluster.wait_episode(n, "Ready", timeout_s=240) for n in names]
+    uids = {e["metadata"]["uid"] for e in episodes}
+    bound = [
+        p for p in cluster.sandbox_pods() if p["metadata"]["labels"].get("a01gym.dev/episode-uid")
+    ]
+    by_uid = [p for p in bound if p["metadata"]["labels"]["a01gym.dev/episode-uid"] in uids]
+    assert len(by_uid) == len(names), "every Episode has exactly one pod"
+    assert {e["status"]["podName"] for e in episodes} == {p["metadata"]["name"] for p in by_uid}
+    for name in names:
+        cluster.kubectl("-n", SANDBOXES, "delete", "episode", name, "--wait=false")
+    deadline = time.monotonic() + 120
+    while True:
+        left = [
+            p["metadata"]["name"]
+            for p in cluster.sandbox_pods()
+            if p["metadata"]["labels"].get("a01gym.dev/episode-uid") in uids
+        ]
+        containers = cluster.node.containers()
+        pods = cluster.get("pods", "-A")["items"]
+        if not left and len(containers) <= 2 * len(pods):  # a pause and one container a pod
+            break
+        assert time.monotonic() < deadline, f"orphans: pods {left}, {len(containers)} containers"
+        time.sleep(1)
+
+
+def _episode(name: str) -> dict:
+    return {
+        "apiVersion": "a01gym.dev/v1alpha1",
+        "kind": "Episode",
+        "metadata": {"name": name},
+        "spec": {"poolRef": {"name": "default"}, "ttlSeconds": 900},
+    }
