@@ -72,7 +72,7 @@ class RealCluster:
             'jobs.factory.args=["--count","4","--seed","0"]',
         )
         self.kubectl(
-            "-n", NAMESPACE, "wait", "--for=condition=complete", "job/a01gym-factory",
+            "-n", NAMESPACE, "wait", "--for=condition=complete", "job/a01gym-factory-1",
             "--timeout=600s",
         )  # fmt: skip
         for deployment in ("operator", "gateway"):
@@ -152,6 +152,19 @@ class RealCluster:
         service = self.get("-n", NAMESPACE, "service", "a01gym-gateway")
         port = service["spec"]["ports"][0]["port"]
         return f"http://{service['spec']['clusterIP']}:{port}/t/{token}"
+
+    def kill_sandbox_holding(self, marker: str) -> str:
+        """SIGKILL, through containerd, the container of the claimed sandbox pod whose
+        workspace holds ``marker`` (a session's own sandbox: the gateway also keeps warm
+        spares, so "the newest Episode" is not it); returns the pod's name."""
+        for pod in self.sandbox_pods("claimed"):
+            name = pod["metadata"]["name"]
+            code, _ = self.exec(name, "grep", "-rlq", marker, "/sandbox")
+            if code == 0:
+                container = pod["status"]["containerStatuses"][0]["containerID"]
+                self.node.ctr("tasks", "kill", "--signal", "SIGKILL", container.split("://")[1])
+                return name
+        raise AssertionError(f"no claimed sandbox holds {marker}")
 
     # -- waiting -----------------------------------------------------------------------------
     def sandbox_pods(self, state: str | None = None) -> list[dict[str, Any]]:

@@ -14,10 +14,14 @@ import json
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
+from openenv.core.generic_client import GenericEnvClient
 from realnode import NAMESPACE, SANDBOXES, RealCluster
+
+from a01gym.scenario.cache import ScenarioCache
 
 ROOT = Path(__file__).resolve().parents[3]
 A01GYM = str(Path(sys.executable).with_name("a01gym"))
@@ -51,7 +55,7 @@ def test_default_install_runs_every_pod_as_a_container(cluster: RealCluster) -> 
         assert status["imageID"], "the image was resolved by the runtime"
     images = {p["spec"]["containers"][0]["image"] for p in running}
     assert images == {"ghcr.io/a01gym/a01gym:0.1.0", "ghcr.io/a01gym/sandbox:0.1.0"}
-    factory = cluster.get("-n", NAMESPACE, "job", "a01gym-factory")
+    factory = cluster.get("-n", NAMESPACE, "job", "a01gym-factory-1")  # -<revision>
     assert factory["status"]["succeeded"] == 1
     assert (cluster.volume / "index.sqlite").exists(), "the factory Job filled the claim"
 
@@ -173,6 +177,53 @@ def test_operator_killed_mid_claim_and_kubelet_restart_leave_no_orphans(
             break
         assert time.monotonic() < deadline, f"orphans: pods {left}, {len(containers)} containers"
         time.sleep(1)
+
+
+async def test_a_sandbox_killed_mid_episode_is_replaced_and_the_gateway_goes_on(
+    cluster: RealCluster,
+) -> None:
+    """Through the cluster's gateway with OpenEnv's own client: the container under a live
+    session is killed; the next step that needs it says so plainly (``sandbox_lost``), the
+    agent's edit survives in the replacement, and the reference fix still scores 1.0. A second
+    kill in one episode ends it with a grade, and the next reset gets a fresh sandbox."""
+    cache = ScenarioCache(cluster.volume)
+    search = {"tool": "search", "pattern": "def "}  # answered by the sandbox, not the gateway
+    async with GenericEnvClient(base_url=cluster.gateway_url()) as env:
+        first = await env.reset(seed=3)
+        bundle = cache.load(first.observation["result"]["scenario"])
+        fix = sorted(bundle.hidden.reference_fix.files.items())
+        marker = uuid.uuid4().hex  # finds the session's pod: the gateway keeps warm spares too
+        path, content = fix[0]
+        await env.step({"tool": "write_file", "path": path, "content": f"{content}\n# {marker}\n"})
+        killed = cluster.kill_sandbox_holding(marker)
+        lost = await env.step(search)
+        assert lost.observation["error"]["code"] == "sandbox_lost", lost.observation
+        assert "replaced" in lost.observation["output"] and not lost.done
+        code, _ = cluster.exec(killed, "true")
+        assert code != 0, "the killed pod is gone or stopped"
+        again = await env.step(search)
+        assert again.observation["error"] is None
+        for path, content in fix[1:]:
+            await env.step({"tool": "write_file", "path": path, "content": content})
+        result = await env.step({"tool": "submit"})  # the first file's edit was replayed
+        assert (result.reward, result.done) == (1.0, True)
+
+        second = await env.reset(seed=4)
+        workspace = cache.load(second.observation["result"]["scenario"]).workspace
+        path, content = next(
+            (p, c.decode()) for p, c in sorted(workspace.items()) if p[-3:] == ".py"
+        )
+        marker = uuid.uuid4().hex
+        await env.step({"tool": "write_file", "path": path, "content": f"{content}\n# {marker}\n"})
+        cluster.kill_sandbox_holding(marker)
+        replaced = await env.step(search)
+        assert replaced.observation["error"]["code"] == "sandbox_lost"
+        cluster.kill_sandbox_holding(marker)  # the replacement holds the agent's files too
+        ended = await env.step(search)
+        assert ended.done and ended.reward is not None, ended.observation  # graded, not hung
+        third = await env.reset(seed=5)
+        assert not third.done and third.observation["result"]["scenario"]
+        assert (await env.step(search)).observation["error"] is None
 
 
 def _episode(name: str) -> dict:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -108,6 +109,7 @@ class Node:
     """``{name on the node: Docker engine image}``, imported before the kubelet starts: the
     chart's default image names resolve to the images built here, so nothing is pulled."""
     processes: dict[str, subprocess.Popen[bytes]] = dataclasses.field(default_factory=dict)
+    _netns_before: set[Path] = dataclasses.field(default_factory=set, init=False)
 
     @property
     def socket(self) -> Path:
@@ -128,6 +130,7 @@ class Node:
     def start(self, timeout_s: float = 120.0) -> Node:
         self.check()
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self._netns_before = set(Path("/run/netns").glob("cni-*"))
         try:
             self._bridge_up()
             self.plane.start()
@@ -154,6 +157,7 @@ class Node:
             self._remove_pods()
         for name in ("kube-proxy", "containerd"):
             self._terminate(name)
+        self._kill_shims()
         self.plane.stop()
         self._unmount()
         self._flush_proxy_rules()
@@ -358,6 +362,21 @@ state = "{root / "state"}"
                 time.sleep(0.2)
             self.ctr("containers", "delete", container, check=False)
 
+    def _kill_shims(self) -> None:
+        """A shim whose task was never deleted outlives containerd: find ours by the socket
+        on its command line and stop them, by PID."""
+        needle = str(self.socket).encode()
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                argv = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv and argv[0].endswith(b"containerd-shim-runc-v2") and needle in argv:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(proc.name), signal.SIGKILL)
+
     def _unmount(self) -> None:
         """The kubelet's volume mounts (tmpfs emptyDirs, projected tokens) and the pod netns
         mounts outlive its process: unmount everything under ``workdir``, deepest first."""
@@ -365,10 +384,15 @@ state = "{root / "state"}"
             line.split()[1]
             for line in Path("/proc/self/mounts").read_text().splitlines()
             if line.split()[1].startswith(str(self.workdir))
-            or line.split()[1].startswith("/run/netns/cni-")
+            or (
+                line.split()[1].startswith("/run/netns/cni-")
+                and Path(line.split()[1]) not in self._netns_before
+            )
         ]
         for target in sorted(mounts, key=len, reverse=True):
             subprocess.run(["umount", "-l", target], capture_output=True, check=False)
+        for netns in set(Path("/run/netns").glob("cni-*")) - self._netns_before:
+            netns.unlink(missing_ok=True)
 
     # -- kubelet, scheduler, kube-proxy ------------------------------------------------------
     def _start_kubelet(self) -> None:
