@@ -16,6 +16,14 @@ chains at once. Targets are the ratios (issue 29): ``warm_ready_ratio_p50`` ≤ 
 
     python bench/k8s.py --quick --json-out FILE
     python bench/k8s.py --scale 10000 --json-out FILE
+    python bench/k8s.py --real [--quick] --json-out FILE
+
+``--real`` runs the same warm, cold and burst measurements (a burst of 100 against a pool of
+10) twice in one run: on the process kubelet (sandbox pods under bubblewrap, as the tests run
+them) and on a real node (``tests/integration/k8s/node.py``: kubelet, containerd, runc, the
+chart installed by helm with the images built here by ``make images``), and reports
+``real_*`` and ``process_*`` figures with their ratios: ``real_warm_ready_ms_p50``,
+``real_cold_ready_ms_p50``, ``real_burst_100_s``, ``real_burst_100_orphans``.
 
 Needs ``tools/envtest.sh`` to have run (etcd, kube-apiserver, kube-controller-manager, helm).
 """
@@ -24,11 +32,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "integration" / "k8s"))
 
@@ -41,6 +51,15 @@ from a01gym.sandbox.host.kube_credentials import KubeCredentials
 from a01gym.sandbox.host.kubernetes import KubernetesBackend
 from k8s_scale import TARGETS as SCALE_TARGETS
 from k8s_scale import floor_chain, floor_cleanup, leftovers, run_scale
+
+
+@dataclasses.dataclass
+class Target:
+    """What ``run`` needs of a cluster: the real node's, beside the process kubelet's Stack."""
+
+    namespace: str
+    admin_kubeconfig: Path
+    gateway_kubeconfig: Path
 
 
 async def _acquire_ms(backend: KubernetesBackend) -> float:
@@ -65,12 +84,18 @@ async def _floor_ms(kube: KubeClient, api: Api, name: str) -> float:
     return elapsed
 
 
-async def run(stack: Stack, samples: int, burst: int, burst_pool: int) -> dict[str, float]:
+async def run(
+    stack: Stack | Target,
+    samples: int,
+    burst: int,
+    burst_pool: int,
+    resources: dict[str, Any] | None = None,
+) -> dict[str, float]:
     kube = KubeClient(KubeCredentials.load(stack.admin_kubeconfig))
     api = Api(kube, stack.namespace)
     results: dict[str, float] = {}
     try:
-        await api.create_pool("bench", 2)
+        await api.create_pool("bench", 2, resources)
         await api.wait_pool("bench", 2, timeout_s=60)
         async with KubernetesBackend(
             namespace=stack.namespace, pool="bench", kubeconfig=stack.gateway_kubeconfig
@@ -93,7 +118,7 @@ async def run(stack: Stack, samples: int, burst: int, burst_pool: int) -> dict[s
         results["warm_ready_ratio_p50"] = round(results["warm_ready_ms_p50"] / floor, 2)
         results["cold_ready_ratio_p50"] = round(results["cold_ready_ms_p50"] / floor, 2)
 
-        await api.create_pool("burst", burst_pool)
+        await api.create_pool("burst", burst_pool, resources)
         await api.wait_pool("burst", burst_pool, timeout_s=120)
         async with KubernetesBackend(
             namespace=stack.namespace,
@@ -148,8 +173,14 @@ def main() -> None:
     parser.add_argument("--scale", type=int, help="N Episodes on a simulated kubelet")
     parser.add_argument("--scale-pool", type=int, default=100, help="pool size for --scale")
     parser.add_argument("--concurrency", type=int, default=64, help="requests in flight")
+    parser.add_argument(
+        "--real", action="store_true", help="the real node beside the process kubelet"
+    )
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
+    if args.real:
+        main_real(args)
+        return
     if args.scale:
         main_scale(args)
         return
@@ -165,6 +196,64 @@ def main() -> None:
             stack.stop()
     targets = {k: v for k, v in TARGETS.items() if k in results}
     report.emit("k8s", results, targets, quick=args.quick, began=began, json_out=args.json_out)
+
+
+REAL_TARGETS = {
+    "real_burst_100_orphans": ("<=", 0),
+    # A container start (runc, the pod's network, an interpreter) against a bubblewrapped
+    # process: within 5x of the process kubelet, warm and cold, on the same control plane code.
+    "real_warm_ready_ratio_p50": ("<=", 5.0),
+    "real_cold_ready_ratio_p50": ("<=", 5.0),
+}
+# The pool pods' requests on the real node: the chart's default (50m) admits 34 sandboxes on
+# a 2-core node, fewer than a burst of 100 needs at once; limits stay the chart's.
+BENCH_RESOURCES = {
+    "requests": {"cpu": "10m", "memory": "64Mi"},
+    "limits": {"cpu": "1", "memory": "512Mi"},
+}
+
+
+def main_real(args: argparse.Namespace) -> None:
+    """The real node (kubelet, containerd, runc) beside the process kubelet, same run."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests/integration/containers"))
+    from realnode import SANDBOXES, RealCluster
+
+    samples = 6 if args.quick else 20
+    began = time.perf_counter()
+    results: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="a01gym-bench-k8s-real-") as workdir:
+        stack = Stack(Path(workdir) / "process", namespace="bench").start()
+        try:
+            process = asyncio.run(run(stack, samples, 100, 10, BENCH_RESOURCES))
+        finally:
+            stack.stop()
+        images = {"a01gym/sandbox:test": f"a01gym/sandbox:{_version()}"}
+        cluster = RealCluster(Path(workdir) / "real", images=images)
+        cluster.check()
+        try:
+            cluster.start()
+            target = Target(SANDBOXES, cluster.kubeconfig, cluster.gateway_kubeconfig())
+            real = asyncio.run(run(target, samples, 100, 10, BENCH_RESOURCES))
+        finally:
+            cluster.stop()
+    for key in ("warm_ready_ms_p50", "cold_ready_ms_p50", "burst_100_s", "burst_100_ready_s"):
+        results[f"real_{key}"] = real[key]
+        results[f"process_{key}"] = process[key]
+    results["real_burst_100_orphans"] = real["burst_100_orphans"]
+    results["process_burst_100_orphans"] = process["burst_100_orphans"]
+    for key in ("warm_ready", "cold_ready"):
+        ratio = real[f"{key}_ms_p50"] / process[f"{key}_ms_p50"]
+        results[f"real_{key}_ratio_p50"] = round(ratio, 2)
+    results["real_burst_100_ratio"] = round(real["burst_100_s"] / process["burst_100_s"], 2)
+    results["real_floor_chain_ms_p50"] = real["floor_chain_ms_p50"]
+    results["process_floor_chain_ms_p50"] = process["floor_chain_ms_p50"]
+    report.emit("k8s-real", results, REAL_TARGETS, quick=args.quick, began=began,
+                json_out=args.json_out)  # fmt: skip
+
+
+def _version() -> str:
+    text = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    return next(line.split('"')[1] for line in text.splitlines() if line.startswith("version"))
 
 
 def main_scale(args: argparse.Namespace) -> None:

@@ -84,7 +84,7 @@ def images(engine: None) -> dict[str, tuple[str, int]]:
     return built
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # stopped after its module: nothing idles beside later tiers
 def cluster(
     images: dict[str, tuple[str, int]], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Any]:

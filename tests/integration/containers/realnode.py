@@ -33,10 +33,13 @@ CHART = ROOT / "charts" / "a01gym"
 
 
 class RealCluster:
-    def __init__(self, workdir: Path) -> None:
+    """``images`` adds names to the node's images (``bench/k8s.py --real`` pools name
+    ``a01gym/sandbox:test``, as the process kubelet's tests do)."""
+
+    def __init__(self, workdir: Path, *, images: dict[str, str] | None = None) -> None:
         self.workdir = workdir
         self.plane = ControlPlane(workdir / "plane", host=BRIDGE_ADDRESS, controllers="*")
-        self.node = Node(workdir / "node", self.plane, images=chart_images())
+        self.node = Node(workdir / "node", self.plane, images={**chart_images(), **(images or {})})
         self.volume = workdir / "scenarios"
 
     def check(self) -> None:
@@ -144,6 +147,11 @@ class RealCluster:
             check=False,
         )
         return done.returncode, done.stdout + done.stderr
+
+    def gateway_kubeconfig(self) -> Path:
+        """A kubeconfig with the chart's gateway ServiceAccount's token (its RBAC only)."""
+        token = self.plane.service_account_token(NAMESPACE, "a01gym-gateway")
+        return self.plane.kubeconfig("gateway", token=token)
 
     def gateway_url(self) -> str:
         """The gateway's Service, by cluster IP, with the chart's generated token."""

@@ -27,12 +27,17 @@ class Api:
         )
         return base + (f"/{name}" if name else "") + (f"/{sub}" if sub else "")
 
-    async def create_pool(self, name: str, replicas: int) -> dict[str, Any]:
+    async def create_pool(
+        self, name: str, replicas: int, resources: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        spec: dict[str, Any] = {"replicas": replicas, "image": "a01gym/sandbox:test"}
+        if resources:
+            spec["resources"] = resources
         body = {
             "apiVersion": "a01gym.dev/v1alpha1",
             "kind": "SandboxPool",
             "metadata": {"name": name},
-            "spec": {"replicas": replicas, "image": "a01gym/sandbox:test"},
+            "spec": spec,
         }
         return await self.kube.create(self.path("sandboxpools"), body)
 

@@ -318,7 +318,7 @@ state = "{root / "state"}"
             self.ctr("images", "import", "--all-platforms", str(archive))
             archive.unlink()
             if name != image:
-                self.ctr("images", "tag", "--force", _qualified(image), name)
+                self.ctr("images", "tag", "--force", _qualified(image), _qualified(name))
 
     def containers(self) -> list[str]:
         """Ids of the containers with a running task (pause containers included)."""
