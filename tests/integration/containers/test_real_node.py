@@ -4,8 +4,8 @@ and runc, installed by ``helm install`` with default values (``realnode.py``).
 What the process kubelet of ``tests/integration/k8s`` cannot show: image resolution, probes
 run by the kubelet, a read-only root and dropped capabilities enforced by runc, the pod's own
 ``/proc``, Services through kube-proxy, and what happens when containers, pods, the operator or
-the kubelet itself die. NetworkPolicy is not enforced here: the CNI is the reference ``bridge``
-plugin, which implements none (see ``test_network_policy_is_not_enforced_by_the_bridge_cni``).
+the kubelet itself die, and the chart's NetworkPolicy enforced (by kube-router beside the
+``bridge`` CNI, which enforces none).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from node import BRIDGE_ADDRESS
 from openenv.core.generic_client import GenericEnvClient
 from realnode import NAMESPACE, SANDBOXES, RealCluster
 
@@ -100,21 +101,47 @@ def test_sandbox_hardening_is_enforced_by_the_runtime(cluster: RealCluster) -> N
     assert (code, out.strip()) == (0, "x")  # the workspace volume stays writable
 
 
-def test_network_policy_is_not_enforced_by_the_bridge_cni(cluster: RealCluster) -> None:
-    """The chart's policy allows a sandbox no egress, but the ``bridge`` CNI enforces no
-    NetworkPolicy: a sandbox reaches the gateway's pod. This pins that fact, so the day the
-    node runs an enforcing CNI this test fails and is turned into the enforcement test; until
-    then the operator's startup check (``netguard``) only proves the policy object exists."""
+def test_the_charts_network_policy_is_enforced(cluster: RealCluster) -> None:
+    """The chart's sandbox policy (no egress; ingress on the supervisor's port only from the
+    gateway and the operator), enforced by kube-router on the node: a sandbox reaches neither
+    the gateway, nor another sandbox, nor the API server (its Service or the node's address),
+    while the gateway and the operator still reach it, and the gateway (no policy) still
+    reaches the API server."""
     policies = cluster.get("-n", SANDBOXES, "networkpolicy")["items"]
     assert [p["spec"]["policyTypes"] for p in policies] == [["Ingress", "Egress"]]
+    sandboxes = cluster.wait_pool_ready(2)
+    source, other = sandboxes[0]["metadata"]["name"], sandboxes[1]["status"]["podIP"]
     gateway = cluster.get("-n", NAMESPACE, "pods", "-l", "app.kubernetes.io/component=gateway")
-    address = gateway["items"][0]["status"]["podIP"]
-    pod = cluster.wait_pool_ready(1)[0]["metadata"]["name"]
-    probe = (
-        f"import socket; socket.create_connection(('{address}', 8000), timeout=3); print('open')"
-    )
-    code, out = cluster.exec(pod, "python", "-c", probe)
-    assert (code, out.strip()) == (0, "open")
+    api_port = cluster.plane.url.rsplit(":", 1)[1]
+
+    def reach(pod: str, namespace: str, host: str, port: int | str) -> str:
+        probe = (
+            "import socket\n"
+            "try:\n"
+            f"    socket.create_connection(('{host}', {port}), timeout=3); print('open')\n"
+            "except OSError as exc:\n"
+            "    print(type(exc).__name__)"
+        )
+        code, out = cluster.exec(pod, "python", "-c", probe, namespace=namespace)
+        assert code == 0, out
+        return out.strip()
+
+    gateway_pod = gateway["items"][0]["metadata"]["name"]
+    operator = cluster.get("-n", NAMESPACE, "pods", "-l", "app.kubernetes.io/component=operator")
+    operator_pod = operator["items"][0]["metadata"]["name"]
+    denied = {
+        "gateway": reach(source, SANDBOXES, gateway["items"][0]["status"]["podIP"], 8000),
+        "sandbox": reach(source, SANDBOXES, other, 8080),
+        "api service": reach(source, SANDBOXES, "10.96.0.1", 443),
+        "api on the node": reach(source, SANDBOXES, BRIDGE_ADDRESS, api_port),
+    }
+    assert "open" not in denied.values(), denied
+    allowed = {
+        "gateway": reach(gateway_pod, NAMESPACE, other, 8080),
+        "operator": reach(operator_pod, NAMESPACE, other, 8080),
+        "gateway to api": reach(gateway_pod, NAMESPACE, "10.96.0.1", 443),
+    }
+    assert set(allowed.values()) == {"open"}, allowed
 
 
 def test_deleting_a_claimed_pod_fails_its_episode(cluster: RealCluster) -> None:

@@ -9,6 +9,11 @@ CNI plugins are Debian's. Every image a pod runs is imported into this node's co
 the local Docker engine (``docker save``), including the pod sandbox ("pause") image, which
 is built here from a few lines of C (``PAUSE_SOURCE``): no registry is ever asked.
 
+NetworkPolicy: the ``bridge`` CNI enforces none, so kube-router runs beside it with only its
+firewall controller (``--run-router=false --run-service-proxy=false --enable-cni=false``),
+turning the chart's policy into iptables rules and ipsets; traffic from the node itself (the
+kubelet's probes, the host's clients) stays allowed, as NetworkPolicy specifies.
+
 Isolation from the rest of the machine: containerd runs with its own root, state and socket
 under ``workdir`` (it never touches the Docker engine's), pods sit on a bridge of their own
 (``BRIDGE``, 10.244.0.0/24, created here and deleted by ``stop``), and the apiserver listens on
@@ -26,6 +31,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -50,8 +56,12 @@ BRIDGE_ADDRESS = "10.244.0.1"
 POD_SUBNET = "10.244.0.0/24"
 NODE_NAME = "a01gym-node"
 PAUSE_IMAGE = "a01gym.local/pause:1"
-NODE_BINARIES = ("kubelet", "kube-scheduler", "kube-proxy")
-HOST_BINARIES = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip")
+NODE_BINARIES = ("kubelet", "kube-scheduler", "kube-proxy", "kube-router")
+HOST_BINARIES = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip", "ipset")
+# kube-router's NetworkPolicy chains and ipsets: it leaves them when stopped and its own
+# ``--cleanup-config`` (v2.1.0) removes none of them here, so ``stop`` does.
+ROUTER_CHAINS = ("KUBE-ROUTER-", "KUBE-NWPLCY-", "KUBE-POD-FW-")
+ROUTER_SETS = ("KUBE-SRC-", "KUBE-DST-", "kube-router-")
 CNI_DIR = Path("/usr/lib/cni")
 
 PAUSE_SOURCE = r"""
@@ -140,6 +150,7 @@ class Node:
             self._start_scheduler()
             self._start_proxy()
             self._wait_ready(timeout_s)
+            self._start_policy()  # it looks the Node up at start: after the kubelet made it
         except BaseException:
             self.stop()
             raise
@@ -155,12 +166,13 @@ class Node:
         self._terminate("kubelet")
         if "containerd" in self.processes:
             self._remove_pods()
-        for name in ("kube-proxy", "containerd"):
+        for name in ("kube-router", "kube-proxy", "containerd"):
             self._terminate(name)
         self._kill_shims()
         self.plane.stop()
         self._unmount()
         self._flush_proxy_rules()
+        self._flush_policy_rules()
         self._forward_rules(add=False)
         subprocess.run(["ip", "link", "delete", BRIDGE], capture_output=True, check=False)
 
@@ -247,6 +259,29 @@ class Node:
             _run(["iptables", "-N", chain])
             _run(["iptables", "-A", chain, "-i", BRIDGE, "-o", BRIDGE, "-j", "ACCEPT"])
             _run(["iptables", "-A", "FORWARD", "-j", chain])
+
+    @staticmethod
+    def _flush_policy_rules() -> None:
+        """Remove kube-router's chains (and the jumps to them) and its ipsets."""
+        rules = _run(["iptables", "-S"]).stdout.splitlines()
+        chains = [
+            r.split()[1]
+            for r in rules
+            if r.startswith("-N ") and r.split()[1].startswith(ROUTER_CHAINS)
+        ]
+        for rule in rules:
+            words = shlex.split(rule)
+            jumps = "-j" in words and words[words.index("-j") + 1] in chains
+            if words[0] == "-A" and words[1] in ("INPUT", "FORWARD", "OUTPUT") and jumps:
+                subprocess.run(["iptables", "-D", *words[1:]], capture_output=True)
+        for chain in chains:
+            subprocess.run(["iptables", "-F", chain], capture_output=True)
+        for chain in chains:
+            subprocess.run(["iptables", "-X", chain], capture_output=True)
+        sets = subprocess.run(["ipset", "list", "-n"], capture_output=True, text=True).stdout
+        for name in sets.split():
+            if name.startswith(ROUTER_SETS):
+                subprocess.run(["ipset", "destroy", name], capture_output=True)
 
     def _flush_proxy_rules(self) -> None:
         """kube-proxy's chains outlive it; ``--cleanup`` removes them (and only them)."""
@@ -488,6 +523,25 @@ state = "{root / "state"}"
         path = self.workdir / "kube-proxy.yaml"
         path.write_text(yaml.safe_dump(config))
         self._spawn("kube-proxy", [str(self.plane.bin_dir / "kube-proxy"), f"--config={path}"])
+
+    def _start_policy(self) -> None:
+        """kube-router's NetworkPolicy controller only (no routing, no service proxy, no CNI):
+        the ``bridge`` CNI enforces no NetworkPolicy, and the chart's sandbox policy is the
+        point of the chart's network isolation."""
+        self._spawn(
+            "kube-router",
+            [
+                str(self.plane.bin_dir / "kube-router"),
+                f"--kubeconfig={self.plane.kubeconfig('admin')}",
+                "--run-firewall=true",
+                "--run-router=false",
+                "--run-service-proxy=false",
+                "--enable-cni=false",
+                "--enable-ipv6=false",
+                f"--hostname-override={NODE_NAME}",
+                "--health-port=0",
+            ],
+        )
 
     def _wait_ready(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
