@@ -117,8 +117,7 @@ class ControlPlane:
     """Where the apiserver listens and what it advertises: a real node's pods reach it there
     (through the ``kubernetes`` Service), so ``node.py`` passes its bridge's address."""
     controllers: str = (
-        "garbage-collector-controller,job-controller,namespace-controller,"
-        "serviceaccount-controller"
+        "garbage-collector-controller,job-controller,namespace-controller,serviceaccount-controller"
     )
     """The controller-manager's ``--controllers``: without nodes only these matter; a real
     node's cluster runs the defaults (``*``: Deployments, ReplicaSets, EndpointSlices, ...)."""
