@@ -4,7 +4,8 @@
 # k8s.io/kubernetes Go module pinned in tools/envtest/go.mod), etcd (Debian's
 # etcd-server package), helm and kubeconform (go install); and, for the real node
 # (tests/integration/k8s/node.py, tools/cluster.py), kubelet, kube-scheduler, kube-proxy and
-# kubectl from the same module, and kube-router (go install) to enforce NetworkPolicy there.
+# kubectl from the same module, kube-router (go install) to enforce NetworkPolicy there and
+# CoreDNS (go install) for its cluster DNS.
 # The node's containerd, runc, CNI plugins and ipset are Debian's (containerd runc
 # containernetworking-plugins ipset), installed by .ci/run.
 #
@@ -26,6 +27,7 @@ GO="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
 HELM_VERSION="v3.22.0"
 KUBECONFORM_VERSION="v0.8.0"
 KUBE_ROUTER_VERSION="v2.1.0"
+COREDNS_VERSION="v1.15.0"
 K8S_VERSION="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$MODDIR/go.mod")"
 CACHE="${A01GYM_ENVTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/a01gym/envtest}"
 BIN="$CACHE/$K8S_VERSION/bin"
@@ -90,6 +92,8 @@ install_tool helm "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
 install_tool kubeconform "github.com/yannh/kubeconform/cmd/kubeconform@$KUBECONFORM_VERSION"
 # The real node's NetworkPolicy enforcer (its firewall controller only; needs Debian's ipset).
 install_tool kube-router "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION"
+# The real node's cluster DNS.
+install_tool coredns "github.com/coredns/coredns@$COREDNS_VERSION"
 ensure_etcd
 log "ready: $BIN"
 echo "$BIN"

@@ -144,6 +144,22 @@ def test_the_charts_network_policy_is_enforced(cluster: RealCluster) -> None:
     assert set(allowed.values()) == {"open"}, allowed
 
 
+def test_services_resolve_by_name_except_from_a_sandbox(cluster: RealCluster) -> None:
+    """Cluster DNS: the gateway's pod resolves the chart's Services by name (what the GRPO
+    Job's default ``--gateway-url http://a01gym-gateway:8000`` needs); a sandbox cannot even
+    ask (the chart's policy allows it no egress, DNS included)."""
+    service = cluster.get("-n", NAMESPACE, "service", "a01gym-gateway")["spec"]["clusterIP"]
+    lookup = "import socket, sys; print(socket.gethostbyname(sys.argv[1]))"
+    gateway = cluster.get("-n", NAMESPACE, "pods", "-l", "app.kubernetes.io/component=gateway")
+    pod = gateway["items"][0]["metadata"]["name"]
+    for name in ("a01gym-gateway", "a01gym-gateway.a01gym.svc.cluster.local"):
+        code, out = cluster.exec(pod, "python", "-c", lookup, name, namespace=NAMESPACE)
+        assert (code, out.strip()) == (0, service), out
+    sandbox = cluster.wait_pool_ready(1)[0]["metadata"]["name"]
+    code, out = cluster.exec(sandbox, "python", "-c", lookup, "kubernetes.default")
+    assert code != 0 and "gaierror" in out, out
+
+
 def test_deleting_a_claimed_pod_fails_its_episode(cluster: RealCluster) -> None:
     cluster.apply(_episode("lost"), SANDBOXES)
     ready = cluster.wait_episode("lost", "Ready")

@@ -1,6 +1,6 @@
 """A real single-node Kubernetes cluster on this machine: the control plane of
-``controlplane.py`` plus kube-scheduler, a real kubelet on containerd with runc, a CNI bridge
-and kube-proxy, every pod a real container.
+``controlplane.py`` plus kube-scheduler, a real kubelet on containerd with runc, a CNI bridge,
+kube-proxy, CoreDNS and kube-router (NetworkPolicy), every pod a real container.
 
 Why these parts: they are what ``hack/local-up-cluster.sh`` runs, as host processes, so
 nothing needs an image registry. The binaries come from ``tools/envtest.sh --node`` (built
@@ -17,9 +17,9 @@ kubelet's probes, the host's clients) stays allowed, as NetworkPolicy specifies.
 Isolation from the rest of the machine: containerd runs with its own root, state and socket
 under ``workdir`` (it never touches the Docker engine's), pods sit on a bridge of their own
 (``BRIDGE``, 10.244.0.0/24, created here and deleted by ``stop``), and the apiserver listens on
-that bridge's address, which nothing outside this machine can reach. Cluster DNS is not run:
-the chart's pods reach the apiserver through the ``kubernetes`` Service's cluster IP
-(kube-proxy), and the gateway is reached by its Service's cluster IP from the host.
+that bridge's address, which nothing outside this machine can reach. Pods reach the apiserver
+through the ``kubernetes`` Service's cluster IP (kube-proxy) and resolve Services by name
+through CoreDNS (a host process on the bridge's address, ``_start_dns``).
 
 cgroup v1 (this machine's) is deprecated in the kubelet and refused by default since 1.35:
 ``failCgroupV1: false`` keeps it working; the cgroup driver is ``cgroupfs`` (no systemd here).
@@ -56,7 +56,7 @@ BRIDGE_ADDRESS = "10.244.0.1"
 POD_SUBNET = "10.244.0.0/24"
 NODE_NAME = "a01gym-node"
 PAUSE_IMAGE = "a01gym.local/pause:1"
-NODE_BINARIES = ("kubelet", "kube-scheduler", "kube-proxy", "kube-router")
+NODE_BINARIES = ("kubelet", "kube-scheduler", "kube-proxy", "kube-router", "coredns")
 HOST_BINARIES = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "iptables", "ip", "ipset")
 # kube-router's NetworkPolicy chains and ipsets: it leaves them when stopped and its own
 # ``--cleanup-config`` (v2.1.0) removes none of them here, so ``stop`` does.
@@ -149,6 +149,7 @@ class Node:
             self._start_kubelet()
             self._start_scheduler()
             self._start_proxy()
+            self._start_dns()
             self._wait_ready(timeout_s)
             self._start_policy()  # it looks the Node up at start: after the kubelet made it
         except BaseException:
@@ -166,7 +167,7 @@ class Node:
         self._terminate("kubelet")
         if "containerd" in self.processes:
             self._remove_pods()
-        for name in ("kube-router", "kube-proxy", "containerd"):
+        for name in ("kube-router", "kube-proxy", "coredns", "containerd"):
             self._terminate(name)
         self._kill_shims()
         self.plane.stop()
@@ -452,6 +453,7 @@ state = "{root / "state"}"
             "failSwapOn": False,
             "containerRuntimeEndpoint": f"unix://{self.socket}",
             "clusterDomain": "cluster.local",
+            "clusterDNS": [BRIDGE_ADDRESS],
             "resolvConf": "/etc/resolv.conf",
             "podCIDR": POD_SUBNET,
             "podLogsDir": str(self.workdir / "logs"),
@@ -523,6 +525,31 @@ state = "{root / "state"}"
         path = self.workdir / "kube-proxy.yaml"
         path.write_text(yaml.safe_dump(config))
         self._spawn("kube-proxy", [str(self.plane.bin_dir / "kube-proxy"), f"--config={path}"])
+
+    def _start_dns(self) -> None:
+        """Cluster DNS: CoreDNS's ``kubernetes`` plugin, as a host process on the bridge's
+        address (the kubelet's ``clusterDNS``), so a pod resolves the chart's Services by name
+        (``http://a01gym-gateway:8000``). Names outside ``cluster.local`` get NXDOMAIN: there is
+        nowhere else to ask."""
+        corefile = self.workdir / "Corefile"
+        corefile.write_text(
+            f"""cluster.local:53 in-addr.arpa:53 {{
+    bind {BRIDGE_ADDRESS}
+    errors
+    kubernetes cluster.local in-addr.arpa {{
+        kubeconfig {self.plane.kubeconfig("admin")}
+        pods insecure
+    }}
+}}
+.:53 {{
+    bind {BRIDGE_ADDRESS}
+    template ANY ANY {{
+        rcode NXDOMAIN
+    }}
+}}
+"""
+        )
+        self._spawn("coredns", [str(self.plane.bin_dir / "coredns"), "-conf", str(corefile)])
 
     def _start_policy(self) -> None:
         """kube-router's NetworkPolicy controller only (no routing, no service proxy, no CNI):
