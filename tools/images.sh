@@ -16,6 +16,9 @@
 # It starts `dockerd` if no engine answers, and stops only the one it started. Prints the image
 # ids and sizes on stdout; progress goes to stderr.
 #
+# --train: also build a01gym/a01gym-train:<version> (EXTRAS=k8s,eval,train: torch, TRL, PEFT;
+# 6.7 GB, ~4 min here), the image the chart's GRPO Job runs (tools/real_node_grpo.py).
+#
 # --public-base: also tag the local base as python:3.11-slim-bookworm, if the engine has no
 # image of that name, so a build that passes no PYTHON_IMAGE finds it (`openenv validate .`
 # builds deploy/openenv/Dockerfile that way). It stands in for the public image on this
@@ -105,15 +108,18 @@ base_image() {
 
 build() {
     local tag="$1" dockerfile="$2" base="$3"
+    shift 3
     log "building $tag from $dockerfile"
     DOCKER_BUILDKIT=0 docker build --quiet --network host --build-arg "PYTHON_IMAGE=$base" \
-        --file "$ROOT/$dockerfile" --tag "$tag" "$ROOT" >&2
+        "$@" --file "$ROOT/$dockerfile" --tag "$tag" "$ROOT" >&2
 }
 
 PUBLIC_BASE=""
+TRAIN=""
 for arg in "$@"; do
     case "$arg" in
         --public-base) PUBLIC_BASE="python:3.11-slim-bookworm" ;;
+        --train) TRAIN="a01gym/a01gym-train:$VERSION" ;;
         *) die "unknown argument $arg (see the header of $0)" ;;
     esac
 done
@@ -126,6 +132,9 @@ if [ -n "$PUBLIC_BASE" ] && ! docker image inspect "$PUBLIC_BASE" >/dev/null 2>&
 fi
 build "a01gym/sandbox:$VERSION" sandbox-image/Dockerfile "$BASE"
 build "a01gym/a01gym:$VERSION" Dockerfile "$BASE"
-for tag in "$BASE" "a01gym/sandbox:$VERSION" "a01gym/a01gym:$VERSION"; do
+if [ -n "$TRAIN" ]; then
+    build "$TRAIN" Dockerfile "$BASE" --build-arg EXTRAS=k8s,eval,train
+fi
+for tag in "$BASE" "a01gym/sandbox:$VERSION" "a01gym/a01gym:$VERSION" $TRAIN; do
     docker image inspect --format "$tag {{.Id}} {{.Size}}" "$tag"
 done
