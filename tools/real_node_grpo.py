@@ -50,21 +50,7 @@ def run(workdir: Path) -> int:
         cluster.start()
         print(f"chart installed and Ready in {time.monotonic() - began:.0f} s", flush=True)
         runs = workdir / "runs"
-        runs.mkdir(mode=0o777)
-        runs.chmod(0o777)  # the pod writes as uid 10001
-        cluster.apply(
-            {
-                "apiVersion": "v1",
-                "kind": "PersistentVolume",
-                "metadata": {"name": "train-runs"},
-                "spec": {
-                    "capacity": {"storage": "4Gi"},
-                    "accessModes": ["ReadWriteOnce"],
-                    "storageClassName": "manual",
-                    "hostPath": {"path": str(runs), "type": "Directory"},
-                },
-            }
-        )
+        cluster.host_volume("train-runs", runs, "4Gi", storage_class="manual")
         cluster.apply(
             {
                 "apiVersion": "v1",

@@ -50,20 +50,7 @@ class RealCluster:
     def start(self) -> None:
         self.node.start()
         self.kubeconfig = self.plane.kubeconfig("admin")
-        self.volume.mkdir(mode=0o777)
-        self.volume.chmod(0o777)
-        self.apply(
-            {
-                "apiVersion": "v1",
-                "kind": "PersistentVolume",
-                "metadata": {"name": "scenario-cache"},
-                "spec": {
-                    "capacity": {"storage": "5Gi"},
-                    "accessModes": ["ReadWriteOnce"],
-                    "hostPath": {"path": str(self.volume), "type": "Directory"},
-                },
-            }
-        )
+        self.host_volume("scenario-cache", self.volume, "5Gi")
         self.kubectl("create", "namespace", NAMESPACE)
         self.helm(
             "install",
@@ -84,6 +71,27 @@ class RealCluster:
                 "--timeout=300s",
             )  # fmt: skip
         self.wait_pool_ready(4)
+
+    def host_volume(self, name: str, path: Path, size: str, storage_class: str = "") -> None:
+        """A hostPath PersistentVolume at ``path``, mode 0777 (a pod writes as uid 10001), as
+        the local-path provisioner of kind and k3s makes them: this node has no provisioner."""
+        path.mkdir(mode=0o777)
+        path.chmod(0o777)
+        spec: dict[str, Any] = {
+            "capacity": {"storage": size},
+            "accessModes": ["ReadWriteOnce"],
+            "hostPath": {"path": str(path), "type": "Directory"},
+        }
+        if storage_class:
+            spec["storageClassName"] = storage_class
+        self.apply(
+            {
+                "apiVersion": "v1",
+                "kind": "PersistentVolume",
+                "metadata": {"name": name},
+                "spec": spec,
+            }
+        )
 
     def stop(self) -> None:
         self.node.stop()

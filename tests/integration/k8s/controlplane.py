@@ -31,7 +31,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
-__all__ = ["ControlPlane", "MissingPrerequisite", "find_bin_dir", "free_port"]
+__all__ = ["ControlPlane", "MissingPrerequisite", "find_bin_dir", "free_port", "terminate"]
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -52,6 +52,18 @@ def find_bin_dir() -> Path:
     )
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return cache / "a01gym" / "envtest" / version / "bin"
+
+
+def terminate(process: subprocess.Popen[bytes] | None, timeout_s: float) -> None:
+    """SIGTERM, then SIGKILL after ``timeout_s``; reaped either way."""
+    if process is None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -315,15 +327,7 @@ class ControlPlane:
 
     def stop(self) -> None:
         for name in ("kube-controller-manager", "kube-apiserver", "etcd"):
-            process = self.processes.pop(name, None)
-            if process is None:
-                continue
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            terminate(self.processes.pop(name, None), 10)
         data = getattr(self, "_etcd_data", None)
         if data is not None:
             subprocess.run(["rm", "-rf", str(data)], check=False)

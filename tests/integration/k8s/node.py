@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from controlplane import ROOT, ControlPlane, MissingPrerequisite, free_port
+from controlplane import ROOT, ControlPlane, MissingPrerequisite, free_port, terminate
 
 __all__ = [
     "BRIDGE",
@@ -193,15 +193,7 @@ class Node:
             time.sleep(0.5)
 
     def _terminate(self, name: str) -> None:
-        process = self.processes.pop(name, None)
-        if process is None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        terminate(self.processes.pop(name, None), 20)
 
     def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
         with open(self.workdir / f"{name}.log", "wb") as log:
