@@ -1,6 +1,6 @@
 """A real single-node Kubernetes cluster on this machine, for trying the chart by hand.
 
-    tools/envtest.sh --node                   # once: builds kubelet, scheduler, proxy, kubectl
+    tools/envtest.sh                          # once: builds kubelet, scheduler, proxy, kubectl
     make images                               # the sandbox and platform images
     .venv/bin/python tools/cluster.py up      # prints the kubeconfig path, returns when Ready
     export KUBECONFIG=/tmp/a01gym-cluster/plane/admin.kubeconfig

@@ -3,7 +3,7 @@
 kube-proxy, CoreDNS and kube-router (NetworkPolicy), every pod a real container.
 
 Why these parts: they are what ``hack/local-up-cluster.sh`` runs, as host processes, so
-nothing needs an image registry. The binaries come from ``tools/envtest.sh --node`` (built
+nothing needs an image registry. The binaries come from ``tools/envtest.sh`` (built
 from the same pinned ``k8s.io/kubernetes`` module as the apiserver); containerd, runc and the
 CNI plugins are Debian's. Every image a pod runs is imported into this node's containerd from
 the local Docker engine (``docker save``), including the pod sandbox ("pause") image, which
@@ -133,7 +133,8 @@ class Node:
             missing.append("docker and gcc")
         if missing:
             raise MissingPrerequisite(
-                f"a real node needs {', '.join(missing)}: run tools/envtest.sh --node"
+                f"a real node needs {', '.join(missing)}: run tools/envtest.sh, and apt-get "
+                "install containerd runc containernetworking-plugins ipset gcc"
             )
 
     # -- lifecycle ---------------------------------------------------------------------------
