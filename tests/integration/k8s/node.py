@@ -383,10 +383,9 @@ state = "{root / "state"}"
             self.ctr("tasks", "kill", "--signal", "SIGKILL", container, check=False)
         deadline = time.monotonic() + 20
         for container in listed:
-            while self.ctr("tasks", "delete", container, check=False).returncode != 0:
-                if time.monotonic() > deadline:
-                    break
-                if "not found" in self.ctr("tasks", "ls", check=False).stdout:
+            while time.monotonic() < deadline:
+                deleted = self.ctr("tasks", "delete", container, check=False)
+                if deleted.returncode == 0 or "not found" in deleted.stderr:  # or had none
                     break
                 time.sleep(0.2)
             self.ctr("containers", "delete", container, check=False)
