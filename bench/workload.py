@@ -26,16 +26,21 @@ from typing import Any
 
 __all__ = ["Moves", "cache_mix", "factory_cache"]
 
-ROOT = Path(__file__).resolve().parents[1]
-_CODE = (ROOT / "src" / "a01gym" / "factory", ROOT / "src" / "a01gym" / "scenario")
-
 
 def _code_digest() -> str:
-    """sha256 (12 hex digits) of the sources that decide what a built cache holds."""
+    """sha256 (12 hex digits) of the sources that decide what a built cache holds.
+
+    Read from the ``a01gym`` package this process imports, not from this checkout's ``src``:
+    ``tools/bench_ab.py`` runs these benches against another commit's code (``PYTHONPATH``),
+    which must build its own cache, not serve one written by this tree's factory.
+    """
+    import a01gym
+
+    package = Path(a01gym.__file__).resolve().parent
     digest = hashlib.sha256()
-    for folder in _CODE:
+    for folder in (package / "factory", package / "scenario"):
         for path in sorted(folder.rglob("*.py")):
-            digest.update(str(path.relative_to(ROOT)).encode() + b"\0" + path.read_bytes())
+            digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 
 

@@ -4,6 +4,7 @@ a scripted agent derives from a real first observation."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -55,3 +56,59 @@ def test_moves_come_from_the_first_observation() -> None:
     script = moves.script()
     assert script[-1] == {"tool": "submit"}
     assert moves.edit("x")["content"] == "x\n# reviewed\n"
+
+
+def test_ab_runs_one_bench_against_the_base_commits_code_and_this_trees(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``tools/bench_ab.py`` with this tree's HEAD as the base: side A must import the base's
+    checkout (the worktree it made), side B this tree's ``src``; a bench that reports where
+    ``a01gym`` came from tells them apart. The worktree is removed afterwards."""
+    import subprocess
+
+    probe = tmp_path / "where.py"
+    probe.write_text(
+        "import json, sys, a01gym\n"
+        "out = sys.argv[sys.argv.index('--json-out') + 1]\n"
+        f"ours = a01gym.__file__.startswith({str(ROOT / 'src')!r})\n"
+        "report = {'metrics': {'ours': 2 if ours else 1}, 'load_avg_1m': 0.0}\n"
+        "open(out, 'w').write(json.dumps(report))\n"
+    )
+    cache = tmp_path / "xdg"
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    ab = [sys.executable, str(ROOT / "tools" / "bench_ab.py"), "--base", "HEAD", "--rounds", "1"]
+    done = subprocess.run(
+        [*ab, "--key", "ours", "--", str(probe)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    trees = list((cache / "a01gym" / "ab").iterdir()) if (cache / "a01gym" / "ab").exists() else []
+    for tree in trees:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)])
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert [(r["side"], r["ours"]) for r in result["rounds"]] == [("A", 1), ("B", 2)]
+    assert result["ours"] == {"A": 1, "B": 2, "b_over_a": 2.0}
+    assert "B/A 2.0" in done.stderr
+    assert len(trees) == 1
+
+
+def test_the_bench_cache_is_keyed_by_the_imported_code(tmp_path: Path) -> None:
+    """Another checkout's code (imported first, as ``tools/bench_ab.py`` does) gets a cache of
+    its own once its factory differs from this tree's."""
+    import shutil
+    import subprocess
+
+    shutil.copytree(ROOT / "src" / "a01gym", tmp_path / "a01gym")
+    ask = [sys.executable, "-c", "import workload; print(workload._code_digest())"]
+
+    def digest() -> str:
+        env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{ROOT / 'bench'}"}
+        return subprocess.run(ask, env=env, capture_output=True, text=True, check=True).stdout
+
+    assert digest().strip() == workload._code_digest()
+    with (tmp_path / "a01gym" / "factory" / "spec.py").open("a") as spec:
+        spec.write("\n# changed\n")
+    assert digest().strip() != workload._code_digest()
