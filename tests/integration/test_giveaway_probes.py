@@ -7,12 +7,15 @@ sandbox: the code an agent reads is fixed at compile time), rated by
 families stripped (what every build was before companions). ~45 s on one core.
 
 The bounds are a ratchet at the figures measured when companions landed (2026-11-29, seed
-28: ``nearest_diff`` 1.9x chance over all families as built, 5.5x without companions; the
-worst family 11.5x, F20, whose companion needs a manager actor; ``unused_helper`` 0.2x). The
-issue's target, every probe within 2x chance in every family, is not met yet:
-``largest_file`` finds ``app/repository.py``, the largest file of every app, where F07, F08
-and others are fixed, and the secure and broken renderings of F19-F21 still differ more than
-two unrelated apps do; ``tools/giveaway_probe.py`` prints the table.
+28), tightened when the families' app code began to merge in family order and the probe to
+draw between the files the nearest app lacks instead of taking the first one written (which
+was the bug's family's): ``nearest_diff`` 2.0x chance over all families as built (1.9x with
+the old tie-break), above 4x without companions; the worst family 11.9x, F21 (F20 8.9x, F19
+5.1x): their router is the one file the most similar app (which shares most companions) does
+not have; ``unused_helper`` 0.2x. The issue's target, every probe within 2x chance in every
+family, is not met yet: ``largest_file`` finds ``app/repository.py``, the largest file of
+every app, where F07, F08 and others are fixed, and F19-F21's own files are still missing from
+too many apps; ``tools/giveaway_probe.py`` prints the table.
 """
 
 from __future__ import annotations
@@ -55,14 +58,14 @@ def test_companions_cut_the_nearest_app_diff_probe_to_near_chance(
     bare = _rates([s.model_copy(update={"companions": []}) for s in specs])
     before, after = bare["ALL"].probes["nearest_diff"], built["ALL"].probes["nearest_diff"]
     assert before.ratio > 4, before
-    assert after.ratio <= 2.5, after
+    assert after.ratio <= 2.0, after
     assert after.hits * 2 <= before.hits, (before, after)
     worst = max(
         (row.probes["nearest_diff"].ratio, family)
         for family, row in built.items()
         if family != "ALL"
     )
-    assert worst[0] <= 13, worst
+    assert worst[0] <= 12, worst
     for family in ("F11", "F12", "F16", "F18", "F21"):  # companions hide these families' files
         assert (
             built[family].probes["nearest_diff"].hits < bare[family].probes["nearest_diff"].hits

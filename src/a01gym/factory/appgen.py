@@ -99,12 +99,14 @@ class _Renderer(
         self.family = families.family(spec.bug.family)
         self.indirection = spec.knobs.indirection
         self.distance = spec.knobs.distance
-        hook = self.family.app
-        self.extra = hook(self) if hook is not None else FamilyApp()
-        for companion in spec.companions:  # secure: no variant names their sites
-            companion_hook = families.family(companion).app
-            assert companion_hook is not None  # the spec admits only self-contained families
-            self.extra = self.extra.merged(companion_hook(self))
+        # The bug's family and its companions (secure: no variant names their sites) merge
+        # in family order, never the bug's first: main.py's includes, config and security
+        # lines would otherwise name the family with the bug.
+        self.extra = FamilyApp()
+        for family_id in sorted((spec.bug.family, *spec.companions)):
+            hook = families.family(family_id).app
+            if hook is not None:
+                self.extra = self.extra.merged(hook(self))
         self.style = styles.style(spec.knobs.data_access)
 
     def t(self, template: str, **extra: object) -> str:

@@ -9,7 +9,10 @@ chance, the hit rate of a file drawn at random from the app's Python files.
 
 * ``nearest_diff``: the file that differs most from the most similar *other* scenario, with
   names, strings and numbers abstracted away (what an agent that remembers one episode's app
-  can diff against);
+  can diff against). Files that app lacks all score "all new"; the tie between them is
+  drawn per scenario and file. It used to go to the order the app's files were written in,
+  which an agent never sees and which put the bug's family first: a draw is what an agent
+  that remembers one app can do, no less (it cannot tell two new files apart);
 * ``unused_helper``: the file defining the first function or setting no other line uses (a
   check the bug stopped calling);
 * ``largest_file``: the longest Python file (a baseline any agent can run).
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import collections
 import difflib
+import hashlib
 import io
 import keyword
 import re
@@ -82,7 +86,13 @@ def _nearest_diff(bundle: Bundle, population: Sequence[dict[str, str]], own: int
         for path, text in mine.items()
         if best.get(path) != text
     }
-    return max(changed, key=lambda p: changed[p]) if changed else None
+    # ties (files the nearest app lacks all score 1.0) go to a draw per scenario and file,
+    # never to the order the app's files were written in
+    return (
+        max(changed, key=lambda p: (changed[p], hashlib.sha256(f"{own}\x00{p}".encode()).digest()))
+        if changed
+        else None
+    )
 
 
 _DEFINED = re.compile(r"^(?:def|async def)\s+(\w+)|^([A-Z][A-Z0-9_]+)\s*=", re.MULTILINE)
