@@ -5,8 +5,8 @@ read from PyPI-packaged GGUF files; ``--model`` takes any packaged name, GGUF fi
 hub id) plays the same eval-split episodes through the training rollout path
 (:class:`a01gym.training.rollout.RolloutEngine`, key/value cache reuse on), once greedily and once
 at the training temperature (1.0), on a freshly built cache served by an in-process gateway on
-local sandboxes. The no-op and reference agents play the same seeds in the same run, as the
-floor and ceiling of the scale.
+local sandboxes. The no-op, deny-all and reference agents play the same seeds in the same run,
+as the floor, the trap and the ceiling of the scale.
 
 Per model and decoding: ``episodes``, ``resolved_rate``, ``security_rate``, ``regression_rate``,
 ``invalid_action_rate`` (invalid actions ÷ actions), ``mean_reward`` with ``mean_reward_ci``
@@ -83,14 +83,18 @@ def _model_rows(
 
 
 def _baseline(url: str, cache: Path, entries: list[Any], name: str) -> float:
-    """Mean reward of a scripted agent (noop or reference) on the same scenarios, played by the
-    project's own eval runner."""
+    """Mean reward of a scripted agent (noop, deny-all or reference) on the same scenarios,
+    played by the project's own eval runner."""
     from a01gym.env.sampler import open_source
     from a01gym.training import agents
     from a01gym.training import eval as evaluation
 
     source = open_source(cache)
-    make = agents.NoopAgent if name == "noop" else lambda: agents.ReferenceAgent(source)
+    make = {
+        "noop": agents.NoopAgent,
+        "deny-all": agents.DenyAllAgent,
+        "reference": lambda: agents.ReferenceAgent(source),
+    }[name]
     jobs = evaluation.jobs_for(
         len(entries), seed=0, scenarios=[(e.hash, e.family) for e in entries]
     )
@@ -110,10 +114,15 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     cache = work / "cache"
     pipeline.build_demo(cache, count=args.scenarios, seed=args.seed)
     entries = list(ScenarioCache(cache).entries(split="eval"))[: args.episodes]
+    if len(entries) < args.episodes:
+        raise SystemExit(
+            f"the build admitted {len(entries)} eval-split scenarios, fewer than --episodes "
+            f"{args.episodes}; raise --scenarios"
+        )
     rows = [{"scenario": e.hash, "split": "eval", "agent": "zeroshot"} for e in entries]
     result: dict[str, Any] = {"eval_scenarios": len(rows), "models": []}
     with gateway_thread(cache, work / "runs") as url:
-        for name in ("noop", "reference"):
+        for name in ("noop", "deny-all", "reference"):
             result[f"{name}_mean_reward"] = _baseline(url, cache, entries, name)
         for name in args.model or DEFAULT_MODELS:
             spec, sha = realmodels.model_source(name)
@@ -138,6 +147,7 @@ def cli() -> None:
     parser.add_argument("--json-out", type=Path, help="also write the JSON result here")
     parser.add_argument("--model", action="append", help="packaged name or model spec (repeat)")
     parser.add_argument("--episodes", type=int, help="eval episodes per model and decoding")
+    parser.add_argument("--scenarios", type=int, help="candidates to build (default 6 an episode)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--batch", type=int, default=4, help="episodes played together")
@@ -146,7 +156,9 @@ def cli() -> None:
     parser.add_argument("--max-output-chars", type=int, default=600)
     args = parser.parse_args()
     args.episodes = args.episodes or (6 if args.quick else 20)
-    args.scenarios = max(60, args.episodes * 4)
+    # about a fifth of a default build is held out (eval domains and families): 6 candidates
+    # an episode leave room for the gates' rejections
+    args.scenarios = args.scenarios or max(60, args.episodes * 6)
     began = time.perf_counter()
     metrics = main(args)
     report.emit("zeroshot", metrics, {}, quick=args.quick, began=began, json_out=args.json_out)
