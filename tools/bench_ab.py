@@ -94,10 +94,13 @@ def main() -> None:
     result: dict[str, Any] = {"base": args.base, "bench": bench, "rounds": rounds}
     for key in args.key:
         medians = {
-            side: statistics.median(r[key] for r in rounds if r["side"] == side and r[key])
+            side: statistics.median(
+                r[key] for r in rounds if r["side"] == side and r[key] is not None
+            )
             for side in sides
         }
-        result[key] = {**medians, "b_over_a": round(medians["B"] / medians["A"], 3)}
+        ratio = round(medians["B"] / medians["A"], 3) if medians["A"] else None
+        result[key] = {**medians, "b_over_a": ratio}
     result["seconds"] = round(time.perf_counter() - began, 1)
     text = json.dumps(result, indent=2)
     print(text)
