@@ -9,8 +9,8 @@ load. The base commit is checked out once as a detached git worktree under
 zygote and every sandbox process inherit; the bench's factory-built cache is keyed by the
 imported code (``bench/workload.py``), so each side serves scenarios its own factory built.
 
-Prints one JSON document (every round's metrics of ``--key``, the medians per side, and
-B ÷ A) and one summary line; ``--json-out`` also writes it.
+Prints one JSON document (every round's metrics of ``--key`` and its whole report, the medians
+per side, and B ÷ A) and one summary line; ``--json-out`` also writes it.
 
     python tools/bench_ab.py --base a349390 --rounds 2 \\
         --key server_cpu_units_per_reset -- bench/reset_cpu.py --sessions 128
@@ -63,6 +63,12 @@ def _run(bench: list[str], src: Path, out: Path) -> dict[str, Any]:
     return {**report["metrics"], "load_avg_1m": report["load_avg_1m"]}
 
 
+def _median(rounds: list[dict[str, Any]], side: str, key: str) -> float | None:
+    """The median of ``key`` over one side's rounds (None if no round reported it)."""
+    values = [r[key] for r in rounds if r["side"] == side and r[key] is not None]
+    return round(statistics.median(values), 4) if values else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -89,17 +95,17 @@ def main() -> None:
                         "round": index,
                         "load_avg_1m": metrics["load_avg_1m"],
                         **{key: metrics.get(key) for key in args.key},
+                        "metrics": metrics,  # the whole report, for what --key left out
                     }
                 )
     result: dict[str, Any] = {"base": args.base, "bench": bench, "rounds": rounds}
     for key in args.key:
-        medians = {
-            side: statistics.median(
-                r[key] for r in rounds if r["side"] == side and r[key] is not None
-            )
-            for side in sides
-        }
-        ratio = round(medians["B"] / medians["A"], 3) if medians["A"] else None
+        medians = {side: _median(rounds, side, key) for side in sides}
+        ratio = (
+            round(medians["B"] / medians["A"], 3)
+            if medians["A"] and medians["B"] is not None
+            else None
+        )
         result[key] = {**medians, "b_over_a": ratio}
     result["seconds"] = round(time.perf_counter() - began, 1)
     text = json.dumps(result, indent=2)
