@@ -31,10 +31,14 @@ Targets are ratios or counts that do not depend on the machine's speed (issue 29
 in the cold burst, at most 3.3 calibration units of server CPU per cold reset (35 ms where the
 absolute target was set, a machine ~2.5× faster than the one at ~26 ms), 256 sessions per core
 at the SLO (512 on two cores), a prewarmed burst within 10× the reference's, and the memory
-and hang bounds (memory and deadlines, not speed).
+and hang bounds (memory and deadlines, not speed). Whether a change made a cold reset cheaper
+is an A/B against the commit before it, which one run cannot state: ``tools/bench_ab.py``
+runs this bench against both in one sitting.
 Prints the JSON report and one summary line (``bench/report.py``).
 
     python bench/scale.py --quick --json-out runs/bench/scale.json
+    python tools/bench_ab.py --base a349390 --rounds 1 \
+        --key burst_512_server_cpu_units_per_reset -- bench/scale.py --quick
 """
 
 from __future__ import annotations
