@@ -3,7 +3,8 @@
     .venv/bin/python tools/giveaway_probe.py --count 300 --json-out giveaways.json
 
 Drafts are compiled, never gated: the code an agent reads is fixed at compile time. Prints one
-line per family: each probe's hit rate, chance, and their ratio (the issue's target: within 2×).
+line per family: each probe's hit rate, chance, and their ratio (the issue's target: within 2×),
+marked ``!`` where the hits are far above that (``giveaways.failures``), then those failures.
 """
 
 from __future__ import annotations
@@ -26,9 +27,15 @@ def main() -> None:
     rows = giveaways.report(bundles)
     for row in rows:
         cells = "  ".join(
-            f"{name} {p.rate:.2f}/{p.chance:.2f}={p.ratio:.1f}x" for name, p in row.probes.items()
+            f"{name} {p.rate:.2f}/{p.chance:.2f}={p.ratio:.1f}x{'!' if p.far_above_chance else ''}"
+            for name, p in row.probes.items()
         )
         print(f"{row.family:4} n={row.scenarios:3}  {cells}")
+    failed = giveaways.failures(rows)
+    print(
+        f"far above {giveaways.GATE_FACTOR:g}x chance (p < {giveaways.GATE_ALPHA:g}, marked !): "
+        + (", ".join(f"{family} {probe}" for family, probe in failed) or "none")
+    )
     if args.json_out:
         args.json_out.write_text(json.dumps([r.model_dump() for r in rows], indent=1) + "\n")
 

@@ -72,3 +72,27 @@ def test_companions_cut_the_nearest_app_diff_probe_to_near_chance(
         ), family
     # the helper probe stays below chance overall (no dead setting in F12 or F18 apps)
     assert built["ALL"].probes["unused_helper"].ratio <= 0.5
+
+
+KNOWN_FAILURES = {
+    ("F03", "largest_file"),
+    ("F06", "largest_file"),
+    ("F07", "largest_file"),
+    ("F08", "largest_file"),
+    ("F20", "nearest_diff"),
+    ("F21", "nearest_diff"),
+}
+"""What the gate's test (:func:`giveaways.failures`) fails today over this build: the skeleton's
+largest file is ``app/repository.py`` in every app, and F20's and F21's own routers are the one
+file the most similar app lacks (docs/families.md). A ratchet: nothing may join them."""
+
+
+def test_the_gate_fails_no_family_beyond_the_known_ones(specs: list[ScenarioSpec]) -> None:
+    rows = list(_rates(specs).values())
+    failed = set(giveaways.failures(rows))
+    assert failed <= KNOWN_FAILURES, failed - KNOWN_FAILURES
+    assert ("F07", "largest_file") in failed  # the test can see a failure: F07's is 14 of 14
+    for row in rows:
+        for name, rate in row.probes.items():
+            if row.family != "ALL" and (row.family, name) not in failed:
+                assert rate.p_value >= giveaways.GATE_ALPHA

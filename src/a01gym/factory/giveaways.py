@@ -19,6 +19,13 @@ chance, the hit rate of a file drawn at random from the app's Python files.
 
 :func:`report` gives the rates per family; ``tools/giveaway_probe.py`` prints them for a
 population of compiled drafts (no sandbox needed: the code is fixed at compile time).
+
+The gate's question is whether a probe finds a family's bug *far* above chance, and with 14
+scenarios a family a rate is coarse: one hit is 1.6x chance, two are 3.2x, and two hits happen
+by luck to a probe no better than chance one time in eight. So a probe fails a family only if
+its hits are unlikely (one-sided binomial tail below :data:`GATE_ALPHA`) for a probe that
+finds the bug :data:`GATE_FACTOR` times as often as chance (``ProbeRate.p_value``);
+:func:`failures` lists them.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import difflib
 import hashlib
 import io
 import keyword
+import math
 import re
 import tokenize
 from collections.abc import Callable, Sequence
@@ -36,7 +44,16 @@ from pydantic import BaseModel
 
 from a01gym.scenario.bundle import Bundle
 
-__all__ = ["PROBES", "FamilyRates", "ProbeRate", "normalise", "report"]
+__all__ = [
+    "GATE_ALPHA",
+    "GATE_FACTOR",
+    "PROBES",
+    "FamilyRates",
+    "ProbeRate",
+    "failures",
+    "normalise",
+    "report",
+]
 
 
 def normalise(source: str) -> str:
@@ -129,12 +146,32 @@ PROBES: dict[str, Probe] = {
 """Probe name -> the file it points at in one scenario of a population (None: no guess)."""
 
 
+GATE_FACTOR = 2.0
+"""A probe may find a family's bug up to this many times as often as chance (issue 28)."""
+GATE_ALPHA = 0.01
+"""...unless its hits would happen less often than this to a probe that good."""
+
+
+def _tail(hits: int, trials: int, p: float) -> float:
+    """P(X >= hits) for X ~ Binomial(trials, p)."""
+    p = min(1.0, p)
+    return sum(
+        math.comb(trials, k) * p**k * (1 - p) ** (trials - k) for k in range(hits, trials + 1)
+    )
+
+
 class ProbeRate(BaseModel):
     hits: int
     scenarios: int
     rate: float
     chance: float
     ratio: float = 0.0  # rate / chance
+    p_value: float = 1.0
+    """How often a probe finding the bug ``GATE_FACTOR`` × as often as chance hits this often."""
+
+    @property
+    def far_above_chance(self) -> bool:
+        return self.p_value < GATE_ALPHA
 
 
 class FamilyRates(BaseModel):
@@ -174,6 +211,18 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
                 rate=round(rate, 3),
                 chance=round(expected, 3),
                 ratio=round(rate / expected, 2) if expected else 0.0,
+                p_value=round(_tail(hits, len(members), GATE_FACTOR * expected), 5),
             )
         rows.append(FamilyRates(family=family, scenarios=len(members), probes=probes))
     return rows
+
+
+def failures(rows: Sequence[FamilyRates]) -> list[tuple[str, str]]:
+    """(family, probe) for every probe that finds a family's bug far above chance."""
+    return [
+        (row.family, name)
+        for row in rows
+        if row.family != "ALL"
+        for name, rate in row.probes.items()
+        if rate.far_above_chance
+    ]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from a01gym.factory import author, compiler, config, giveaways
 from a01gym.scenario.bundle import Bundle
 
@@ -56,3 +58,26 @@ def test_without_companions_a_family_only_file_is_given_away() -> None:
     assert (
         with_companions["F18"].probes["nearest_diff"].hits < rows["F18"].probes["nearest_diff"].hits
     )
+
+
+def test_a_family_fails_only_when_its_hits_are_far_above_chance() -> None:
+    """Two hits in 14 at 4% chance are 3.6x chance, and a probe that finds the bug 2x as often
+    as chance scores that often in ~31% of builds: not a failure. Eight in 14 are not luck."""
+
+    def row(hits: int) -> giveaways.FamilyRates:
+        chance = 0.04
+        rate = giveaways.ProbeRate(
+            hits=hits,
+            scenarios=14,
+            rate=hits / 14,
+            chance=chance,
+            ratio=hits / 14 / chance,
+            p_value=giveaways._tail(hits, 14, giveaways.GATE_FACTOR * chance),
+        )
+        return giveaways.FamilyRates(family="F99", scenarios=14, probes={"largest_file": rate})
+
+    assert giveaways._tail(0, 14, 0.3) == pytest.approx(1.0)
+    assert giveaways._tail(14, 14, 0.5) == pytest.approx(0.5**14)
+    assert giveaways.failures([row(2)]) == []
+    assert giveaways.failures([row(8)]) == [("F99", "largest_file")]
+    assert row(2).probes["largest_file"].p_value == pytest.approx(0.31, abs=0.01)
