@@ -21,7 +21,7 @@ from rich.table import Table
 
 from a01gym.errors import A01GymError, ConfigError
 from a01gym.factory import config as factory_config
-from a01gym.factory import diversity, gates, pipeline
+from a01gym.factory import diversity, gates, giveaways, pipeline
 from a01gym.factory.cache import ScenarioCache
 from a01gym.factory.split import Split
 
@@ -319,6 +319,45 @@ def stats(
                 ", ".join(row.top_fix_files),
             )
         _err.print(table)
+
+
+@app.command("giveaways")
+def giveaway_report(
+    cache: Annotated[Path, typer.Argument(help="Cache directory.")],
+    split: Annotated[Split | None, typer.Option(help="Only this split.")] = None,
+    strict: Annotated[
+        bool,
+        typer.Option(help="Exit 1 when a probe finds a family's bug far above chance (a gate)."),
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Shortcut finders that never read the policy, per family: how often each points at the
+    file the reference fix changes, against chance, and which find a family's bug far above it
+    (needs ~10 scenarios a family to say; a few hundred scenarios take ~1 minute)."""
+    with _errors():
+        store = ScenarioCache(cache)
+        rows = giveaways.report([store.load(entry.hash) for entry in store.entries(split=split)])
+        failed = giveaways.failures(rows)
+        if as_json:
+            _emit_json({"families": [r.model_dump() for r in rows], "failures": failed})
+        else:
+            table = Table(title="giveaway probes: hit rate / chance (ratio); ! far above chance")
+            table.add_column("family")
+            table.add_column("scenarios")
+            for name in giveaways.PROBES:
+                table.add_column(name)
+            for row in rows:
+                cells = [
+                    f"{p.rate:.2f} / {p.chance:.2f} ({p.ratio:.1f}x)"
+                    + (" !" if p.far_above_chance else "")
+                    for p in row.probes.values()
+                ]
+                table.add_row(row.family, str(row.scenarios), *cells)
+            _err.print(table)
+        if failed and strict:
+            listed = ", ".join(f"{family} {probe}" for family, probe in failed)
+            _err.print(f"[red]error:[/red] far above chance: {listed}")
+            raise typer.Exit(1)
 
 
 @app.command()

@@ -103,13 +103,13 @@ def _nearest_diff(bundle: Bundle, population: Sequence[dict[str, str]], own: int
         for path, text in mine.items()
         if best.get(path) != text
     }
+
     # ties (files the nearest app lacks all score 1.0) go to a draw per scenario and file,
     # never to the order the app's files were written in
-    return (
-        max(changed, key=lambda p: (changed[p], hashlib.sha256(f"{own}\x00{p}".encode()).digest()))
-        if changed
-        else None
-    )
+    def draw(path: str) -> bytes:
+        return hashlib.sha256(f"{bundle.manifest.content_hash}\x00{path}".encode()).digest()
+
+    return max(changed, key=lambda p: (changed[p], draw(p))) if changed else None
 
 
 _DEFINED = re.compile(r"^(?:def|async def)\s+(\w+)|^([A-Z][A-Z0-9_]+)\s*=", re.MULTILINE)
@@ -181,7 +181,11 @@ class FamilyRates(BaseModel):
 
 
 def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
-    """Each probe's hit rate per family against chance (plus an ``ALL`` row)."""
+    """Each probe's hit rate per family against chance (plus an ``ALL`` row).
+
+    The same scenarios give the same report in any order: they are probed sorted by content
+    hash (the nearest app is the first of equally near ones)."""
+    bundles = sorted(bundles, key=lambda b: b.manifest.content_hash)
     raw = [_python(b) for b in bundles]
     population = [{p: normalise(t) for p, t in files.items()} for files in raw]
     by_family: dict[str, list[int]] = collections.defaultdict(list)
