@@ -325,10 +325,7 @@ def stats(
 def giveaway_report(
     cache: Annotated[Path, typer.Argument(help="Cache directory.")],
     split: Annotated[Split | None, typer.Option(help="Only this split.")] = None,
-    strict: Annotated[
-        bool,
-        typer.Option(help="Exit 1 when a probe finds a family's bug far above chance (a gate)."),
-    ] = False,
+    strict: Annotated[bool, typer.Option(help="Exit 1 on a bug found far above chance.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Shortcut finders that never read the policy, per family: how often each points at the
@@ -341,11 +338,8 @@ def giveaway_report(
         if as_json:
             _emit_json({"families": [r.model_dump() for r in rows], "failures": failed})
         else:
-            table = Table(title="giveaway probes: hit rate / chance (ratio); ! far above chance")
-            table.add_column("family")
-            table.add_column("scenarios")
-            for name in giveaways.PROBES:
-                table.add_column(name)
+            title = "giveaway probes: hit rate / chance (ratio); ! far above chance"
+            table = Table("family", "scenarios", *giveaways.PROBES, title=title)
             for row in rows:
                 cells = [
                     f"{p.rate:.2f} / {p.chance:.2f} ({p.ratio:.1f}x)"
