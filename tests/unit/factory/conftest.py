@@ -1,13 +1,17 @@
-"""Shared helpers for factory unit tests: specs from the template author, per family."""
+"""Shared helpers for factory unit tests: specs from the template author, per family, and a
+cache of compiled bundles (no gates) for the commands that read one."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import pytest
 
 from a01gym.factory import author, config, families
+from a01gym.factory.cache import Provenance, ScenarioCache
 from a01gym.factory.spec import ScenarioSpec
+from a01gym.scenario.bundle import Bundle
 
 SpecFor = Callable[..., ScenarioSpec]
 
@@ -29,3 +33,26 @@ def spec_for() -> SpecFor:
 @pytest.fixture(params=sorted(families.FAMILIES))
 def family_id(request: pytest.FixtureRequest) -> str:
     return request.param
+
+
+def _cache_of(root: Path, bundles: Sequence[Bundle]) -> ScenarioCache:
+    cache = ScenarioCache(root)
+    with cache.writer():
+        for bundle in bundles:
+            cache.add(
+                bundle,
+                split="train",
+                validation={},
+                provenance=Provenance(author="template", config_hash="x"),
+            )
+    return cache
+
+
+CacheOf = Callable[[Path, Sequence[Bundle]], ScenarioCache]
+
+
+@pytest.fixture
+def cache_of() -> CacheOf:
+    """``cache_of(root, bundles)`` → a cache at ``root`` holding ``bundles`` in the train split,
+    admitted without gates (for the commands that read a cache)."""
+    return _cache_of

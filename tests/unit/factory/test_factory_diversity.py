@@ -11,7 +11,6 @@ from typer.testing import CliRunner
 
 from a01gym.cli.factory import app
 from a01gym.factory import author, compiler, config, diversity, domains
-from a01gym.factory.cache import Provenance, ScenarioCache
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.manifest import Patch
 
@@ -67,17 +66,9 @@ def test_measure_counts_per_family() -> None:
     assert diversity.measure(reversed(bundles)) == report  # the order of a cache is no matter
 
 
-def test_cli_stats_reports_the_cache(tmp_path: Path) -> None:
-    cache = ScenarioCache(tmp_path / "cache")
+def test_cli_stats_reports_the_cache(tmp_path: Path, cache_of: Any) -> None:
     bundles = _bundles(6)
-    with cache.writer():
-        for bundle in bundles:
-            cache.add(
-                bundle,
-                split="train",
-                validation={},
-                provenance=Provenance(author="template", config_hash="x"),
-            )
+    cache = cache_of(tmp_path / "cache", bundles)
     result = CliRunner().invoke(app, ["stats", str(cache.root), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from a01gym.cli.factory import app
 from a01gym.factory import author, compiler, config, giveaways
-from a01gym.factory.cache import Provenance, ScenarioCache
 from a01gym.scenario.bundle import Bundle
 
 
@@ -89,21 +89,15 @@ def test_a_family_fails_only_when_its_hits_are_far_above_chance() -> None:
     assert row(2).probes["largest_file"].p_value == pytest.approx(0.31, abs=0.01)
 
 
-def test_cli_reports_a_caches_giveaways_and_fails_strictly_on_one(tmp_path: Path) -> None:
+def test_cli_reports_a_caches_giveaways_and_fails_strictly_on_one(
+    tmp_path: Path, cache_of: Any
+) -> None:
     """``a01gym factory giveaways``: the report of :func:`giveaways.report` over a cache, and
     ``--strict`` exits 1 on a family whose bug a probe finds far above chance. F07's fix is in
     ``app/repository.py``, the largest file of every app (docs/families.md): 8 of 8 found."""
     cfg = config.FactoryConfig(count=16, seed=28, families=["F07", "F18"])
     bundles = [compiler.compile_bundle(author.TemplateAuthor().draft(r)) for r in author.plan(cfg)]
-    cache = ScenarioCache(tmp_path / "cache")
-    with cache.writer():
-        for bundle in bundles:
-            cache.add(
-                bundle,
-                split="train",
-                validation={},
-                provenance=Provenance(author="template", config_hash="x"),
-            )
+    cache = cache_of(tmp_path / "cache", bundles)
     result = CliRunner().invoke(app, ["giveaways", str(cache.root), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
