@@ -23,6 +23,11 @@ both see the same machine. Over ``/ws`` with ``GenericEnvClient``:
 * ``episodes_per_s``: a scripted agent (reset, ~6 steps, submit) on 16 concurrent sessions;
   ``verify_ms_p50_at_16_sessions`` is the grading time there, where every step of 16
   episodes queues for two cores;
+* ``read_file_server_cpu_units`` and ``grading_server_cpu_units``: the gateway tree's CPU
+  (gateway, zygote, every sandbox) per ``read_file`` step (100 in a row; 500 without
+  ``--quick``) and per grading (4 submits, each after an edit; 16), in units of the
+  calibration workload timed in this run (``_ms`` beside them): costs that neither the load
+  nor the machine's speed moves much (no target: a record for A/Bs, ``tools/bench_ab.py``);
 * ``sessions_churn_leaks``: open/close 1,000 sessions (a quarter reset an episode, half hang
   up without a close message), then compare the server's processes, file descriptors, open
   sessions and sandboxes in use with the baseline, net of any change in the number of warm
@@ -261,6 +266,39 @@ async def _churn(url: str, server: psutil.Process, sessions: int, pool_size: int
     }
 
 
+async def _cpu_costs(
+    url: str, server: psutil.Process, unit_ms: float, steps: int, gradings: int
+) -> dict[str, float]:
+    """The gateway tree's CPU per ``read_file`` step and per grading, in calibration units.
+
+    Measured apart from the latency rounds, whose samples are too short for the process
+    clock's 10 ms tick: ``steps`` steps in a row on one episode (tree CPU before and after the
+    run, ÷ steps), and ``gradings`` episodes whose ``submit`` alone is bracketed (an edit
+    first, so grading restarts the app on a changed workspace, as in the latency rounds)."""
+    per_step = per_grading = 0.0
+    async with GenericEnvClient(base_url=url) as env:
+        moves = workload.Moves.of(_ok(await env.reset(seed=290)).observation)
+        await asyncio.sleep(1.0)  # the app's background start and the pool refill settle
+        before = serving.tree_cpu_s(server)
+        for _ in range(steps):
+            _ok(await env.step(moves.read()))
+        per_step = (serving.tree_cpu_s(server) - before) * 1000 / steps
+        for seed in range(gradings):
+            moves = workload.Moves.of(_ok(await env.reset(seed=291 + seed)).observation)
+            read = _ok(await env.step(moves.read())).observation
+            _ok(await env.step(moves.edit(read["result"]["content"])))
+            await asyncio.sleep(1.0)
+            before = serving.tree_cpu_s(server)
+            _ok(await env.step({"tool": "submit"}))
+            per_grading += (serving.tree_cpu_s(server) - before) * 1000 / gradings
+    return {
+        "read_file_server_cpu_ms": round(per_step, 3),
+        "read_file_server_cpu_units": calibration.units(per_step, unit_ms),
+        "grading_server_cpu_ms": round(per_grading, 1),
+        "grading_server_cpu_units": calibration.units(per_grading, unit_ms),
+    }
+
+
 async def main(args: argparse.Namespace) -> dict[str, Any]:
     # the build runs its own event loop (and takes minutes the first time): not on this one
     cache = args.cache or await asyncio.to_thread(workload.factory_cache)
@@ -280,6 +318,8 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         url, server = served.url, psutil.Process(served.pid)
         await asyncio.sleep(1.0)
         result.update(await _latencies(url, ref.url, args.latency_rounds, args.think_s))
+        unit_ms = result["calibration_ms"]
+        result.update(await _cpu_costs(url, server, unit_ms, args.cpu_steps, args.cpu_gradings))
         result.update(await _throughput(url, args.episodes, args.sessions))
         result.update(await _churn(url, server, args.churn, args.pool_size))
     return result
@@ -302,6 +342,7 @@ def cli() -> None:
     )
     args = parser.parse_args()
     args.latency_rounds = 40 if args.quick else 200
+    args.cpu_steps, args.cpu_gradings = (100, 4) if args.quick else (500, 16)
     args.episodes = 64 if args.quick else 320
     args.churn = 1000
     began = time.perf_counter()

@@ -108,16 +108,6 @@ async def _reference(n: int, spread_s: float) -> dict[str, Any]:
     return result
 
 
-def _tree_cpu_s(server: psutil.Process) -> float:
-    """CPU seconds used by the gateway's process tree, reaped children included."""
-    total = 0.0
-    for proc in [server, *server.children(recursive=True)]:
-        with contextlib.suppress(psutil.Error):  # exited meanwhile
-            t = proc.cpu_times()
-            total += t.user + t.system + t.children_user + t.children_system
-    return total
-
-
 def _own_cpu_s() -> float:
     t = os.times()
     return t.user + t.system
@@ -129,10 +119,10 @@ async def _measured_burst(
     """A burst plus the CPU it cost per completed reset (failed ones cost some too, and
     count as errors): the gateway's tree (also in calibration units of ``unit_ms``), and this
     client."""
-    tree, own = _tree_cpu_s(server), _own_cpu_s()
+    tree, own = serving.tree_cpu_s(server), _own_cpu_s()
     opened, result = await sessions.burst(url, args.sessions, args.spread_s, name, args.group_size)
     done = max(1, len(opened))
-    server_ms = (_tree_cpu_s(server) - tree) * 1000 / done
+    server_ms = (serving.tree_cpu_s(server) - tree) * 1000 / done
     result[f"{name}_server_cpu_ms_per_reset"] = round(server_ms, 1)
     result[f"{name}_server_cpu_units_per_reset"] = calibration.units(server_ms, unit_ms)
     result[f"{name}_client_cpu_ms_per_reset"] = round((_own_cpu_s() - own) * 1000 / done, 1)

@@ -20,8 +20,9 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 import httpx
+import psutil
 
-__all__ = ["START_TIMEOUT_S", "Served", "gateway", "process"]
+__all__ = ["START_TIMEOUT_S", "Served", "gateway", "process", "tree_cpu_s"]
 
 START_TIMEOUT_S = 300.0
 """How long a server may take to answer ``/health``: OpenEnv's server imports gradio, which
@@ -107,3 +108,14 @@ async def _healthy(url: str, proc: asyncio.subprocess.Process) -> None:
     if proc.returncode is not None:
         raise RuntimeError(f"the server for {url} exited {proc.returncode} before it answered")
     raise RuntimeError(f"the server at {url} did not answer /health within {START_TIMEOUT_S} s")
+
+
+def tree_cpu_s(server: psutil.Process) -> float:
+    """CPU seconds used by a served process's tree (the gateway, its zygote and every
+    sandbox), reaped children included."""
+    total = 0.0
+    for proc in [server, *server.children(recursive=True)]:
+        with contextlib.suppress(psutil.Error):  # exited meanwhile
+            t = proc.cpu_times()
+            total += t.user + t.system + t.children_user + t.children_system
+    return total
