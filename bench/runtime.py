@@ -24,7 +24,7 @@ both see the same machine. Over ``/ws`` with ``GenericEnvClient``:
   ``verify_ms_p50_at_16_sessions`` is the grading time there, where every step of 16
   episodes queues for two cores;
 * ``read_file_server_cpu_units`` and ``grading_server_cpu_units``: the gateway tree's CPU
-  (gateway, zygote, every sandbox) per ``read_file`` step (100 in a row; 500 without
+  (gateway, zygote, every sandbox) per ``read_file`` step (100 in runs of 25; 500 without
   ``--quick``) and per grading (4 submits, each after an edit; 16), in units of the
   calibration workload timed in this run (``_ms`` beside them): costs that neither the load
   nor the machine's speed moves much (no target: a record for A/Bs, ``tools/bench_ab.py``);
@@ -272,17 +272,20 @@ async def _cpu_costs(
     """The gateway tree's CPU per ``read_file`` step and per grading, in calibration units.
 
     Measured apart from the latency rounds, whose samples are too short for the process
-    clock's 10 ms tick: ``steps`` steps in a row on one episode (tree CPU before and after the
+    clock's 10 ms tick: ``steps`` steps in runs of 25 in a row (tree CPU before and after each
     run, ÷ steps), and ``gradings`` episodes whose ``submit`` alone is bracketed (an edit
     first, so grading restarts the app on a changed workspace, as in the latency rounds)."""
-    per_step = per_grading = 0.0
+    step_s = grading_ms = 0.0
     async with GenericEnvClient(base_url=url) as env:
-        moves = workload.Moves.of(_ok(await env.reset(seed=290)).observation)
-        await asyncio.sleep(1.0)  # the app's background start and the pool refill settle
-        before = serving.tree_cpu_s(server)
-        for _ in range(steps):
-            _ok(await env.step(moves.read()))
-        per_step = (serving.tree_cpu_s(server) - before) * 1000 / steps
+        done = 0
+        while done < steps:  # runs of 25, each in a fresh episode (its step budget is ~50)
+            moves = workload.Moves.of(_ok(await env.reset(seed=290 + done)).observation)
+            await asyncio.sleep(1.0)  # the app's background start and the pool refill settle
+            before = serving.tree_cpu_s(server)
+            for _ in range(min(25, steps - done)):
+                _ok(await env.step(moves.read()))
+                done += 1
+            step_s += serving.tree_cpu_s(server) - before
         for seed in range(gradings):
             moves = workload.Moves.of(_ok(await env.reset(seed=291 + seed)).observation)
             read = _ok(await env.step(moves.read())).observation
@@ -290,7 +293,8 @@ async def _cpu_costs(
             await asyncio.sleep(1.0)
             before = serving.tree_cpu_s(server)
             _ok(await env.step({"tool": "submit"}))
-            per_grading += (serving.tree_cpu_s(server) - before) * 1000 / gradings
+            grading_ms += (serving.tree_cpu_s(server) - before) * 1000
+    per_step, per_grading = step_s * 1000 / steps, grading_ms / gradings
     return {
         "read_file_server_cpu_ms": round(per_step, 3),
         "read_file_server_cpu_units": calibration.units(per_step, unit_ms),
