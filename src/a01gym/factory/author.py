@@ -213,8 +213,8 @@ COMPANION_COUNTS = (3, 4)
 """How many companion families an app draws (uniformly). Over a 300-draft build each one's
 routes are in about half of the apps beside another family's bug (F20's in 14%: it needs a
 manager actor), against 1 in 21 as the bug; 1-3 companions left the nearest-app diff probe at
-2.7x chance, 3-4 at 1.9x (2.0x once that probe drew between tied files instead of
-taking the first one written: factory/giveaways.py)."""
+2.7x chance, 3-4 at 1.9x (2.2x once that probe drew between tied files instead of
+taking the first one written and probed in an order of its own: factory/giveaways.py)."""
 
 
 def draw_companions(seed: int, family_id: str, roles: set[str]) -> list[str]:
