@@ -53,14 +53,13 @@ def _worktree(rev: str) -> Path:
 
 
 def _run(bench: list[str], src: Path, out: Path) -> dict[str, Any]:
-    """One bench run importing ``src`` first; its report's metrics."""
+    """One bench run importing ``src`` first; its report (``bench/report.py``)."""
     env = {**os.environ, "PYTHONPATH": str(src)}
     command = [sys.executable, *bench, "--json-out", str(out)]
     done = subprocess.run(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, check=False)
     if done.returncode not in (0, 1) or not out.exists():  # 1: a target missed, still measured
         raise SystemExit(f"{' '.join(bench)} with {src} failed (exit {done.returncode})")
-    report = json.loads(out.read_text())
-    return {**report["metrics"], "load_avg_1m": report["load_avg_1m"]}
+    return json.loads(out.read_text())
 
 
 def _median(rounds: list[dict[str, Any]], side: str, key: str) -> float | None:
@@ -88,14 +87,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="a01gym-ab-") as scratch:
         for index in range(args.rounds):
             for side, src in sides.items():
-                metrics = _run(bench, src, Path(scratch) / f"{side}{index}.json")
+                report = _run(bench, src, Path(scratch) / f"{side}{index}.json")
                 rounds.append(
                     {
                         "side": side,
                         "round": index,
-                        "load_avg_1m": metrics["load_avg_1m"],
-                        **{key: metrics.get(key) for key in args.key},
-                        "metrics": metrics,  # the whole report, for what --key left out
+                        "load_avg_1m": report["load_avg_1m"],
+                        **{key: report["metrics"].get(key) for key in args.key},
+                        "report": report,  # the whole report, for what --key left out
                     }
                 )
     result: dict[str, Any] = {"base": args.base, "bench": bench, "rounds": rounds}
