@@ -28,6 +28,7 @@ def main() -> None:
     for row in rows:
         cells = "  ".join(
             f"{name} {p.rate:.2f}/{p.chance:.2f}={p.ratio:.1f}x{'!' if p.far_above_chance else ''}"
+            f" base {p.base:.2f}{'*' if p.base_p_value < giveaways.GATE_ALPHA else ''}"
             for name, p in row.probes.items()
         )
         print(f"{row.family:4} n={row.scenarios:3}  {cells}")

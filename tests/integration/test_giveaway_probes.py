@@ -6,17 +6,15 @@ sandbox: the code an agent reads is fixed at compile time), rated by
 :func:`a01gym.factory.giveaways.report`, once as built and once with every spec's companion
 families stripped (what every build was before companions). ~45 s on one core.
 
-The bounds are a ratchet at the figures measured when companions landed (2026-11-29, seed
-28), re-set when the families' app code began to merge in family order, the probe to draw
-between the files the nearest app lacks instead of taking the first one written (which was
-the bug's family's), and the report to probe scenarios in content-hash order (the same
-scenarios give the same figures in any order): ``nearest_diff`` 2.2x chance over all
-families as built, above 4x without companions; the worst family 11.5x, F20 (F21 8.5x, F19
-8.4x): their router is the one file the most similar app (which shares most companions) does
-not have; ``unused_helper`` 0.2x. The issue's target, every probe within 2x chance in every
-family, is not met yet: ``largest_file`` finds ``app/repository.py``, the largest file of
-every app, where F07, F08 and others are fixed, and F19-F21's own files are still missing from
-too many apps; ``tools/giveaway_probe.py`` prints the table.
+The bounds are a ratchet at the figures measured on 2026-11-29 (seed 28), re-set when apps
+began to draw 5 or 6 companions (3 or 4 before) and a manager actor in 85% of apps (30%: F20's
+router needs one): ``nearest_diff`` 2.1x chance over all families as built, above 4x without
+companions; no family far above it (worst F11 7.6x, 4 of 14: not significant at this size);
+``unused_helper`` 0.2x; ``sibling_asymmetry`` 2.0x, ``policy_keywords`` 0.5x. The issue's
+target, every probe within 2x chance in every family, is not met: ``largest_file`` finds
+``app/repository.py``, the largest file of every app, where F03, F06, F07 and F08 are fixed,
+and ``sibling_asymmetry`` points there as often in F07 apps as in every other family's (its
+``base``): neither depends on the bug (``tools/giveaway_probe.py`` prints the table).
 """
 
 from __future__ import annotations
@@ -48,8 +46,8 @@ def test_companions_stand_beside_every_family_and_serve_each_companion_often(
     for companion in families.COMPANIONS:
         beside = sum(companion in s.companions for s in specs)
         as_bug = sum(s.bug.family == companion for s in specs)
-        # a family's own files are in more apps where they hold no bug than where they do
-        assert beside > 2 * as_bug, (companion, beside, as_bug)
+        # a family's own files are in most apps, nearly always where they hold no bug
+        assert beside >= 0.55 * len(specs) > 10 * as_bug, (companion, beside, as_bug)
 
 
 def test_companions_cut_the_nearest_app_diff_probe_to_near_chance(
@@ -60,13 +58,14 @@ def test_companions_cut_the_nearest_app_diff_probe_to_near_chance(
     before, after = bare["ALL"].probes["nearest_diff"], built["ALL"].probes["nearest_diff"]
     assert before.ratio > 4, before
     assert after.ratio <= 2.2, after
+    assert ("F20", "nearest_diff") not in giveaways.failures(list(built.values()))
     assert after.hits * 2 <= before.hits, (before, after)
     worst = max(
         (row.probes["nearest_diff"].ratio, family)
         for family, row in built.items()
         if family != "ALL"
     )
-    assert worst[0] <= 12, worst
+    assert worst[0] <= 8, worst
     for family in ("F11", "F12", "F16", "F18", "F21"):  # companions hide these families' files
         assert (
             built[family].probes["nearest_diff"].hits < bare[family].probes["nearest_diff"].hits
@@ -77,16 +76,17 @@ def test_companions_cut_the_nearest_app_diff_probe_to_near_chance(
 
 KNOWN_FAILURES = {
     ("F03", "largest_file"),
+    ("F03", "sibling_asymmetry"),
     ("F06", "largest_file"),
     ("F07", "largest_file"),
+    ("F07", "sibling_asymmetry"),
     ("F08", "largest_file"),
-    ("F19", "nearest_diff"),
-    ("F20", "nearest_diff"),
-    ("F21", "nearest_diff"),
+    ("F08", "sibling_asymmetry"),
 }
 """What the gate's test (:func:`giveaways.failures`) fails today over this build: the skeleton's
-largest file is ``app/repository.py`` in every app, and F19's, F20's and F21's own routers are
-the one file the most similar app lacks (docs/families.md). A ratchet: nothing may join them."""
+largest file is ``app/repository.py`` in every app, and its module-level helpers differ in
+which use the tenant, so both probes point there in most apps, bug or not (docs/families.md).
+A ratchet: nothing may join them."""
 
 
 def test_the_gate_fails_no_family_beyond_the_known_ones(specs: list[ScenarioSpec]) -> None:
@@ -94,6 +94,11 @@ def test_the_gate_fails_no_family_beyond_the_known_ones(specs: list[ScenarioSpec
     failed = set(giveaways.failures(rows))
     assert failed <= KNOWN_FAILURES, failed - KNOWN_FAILURES
     assert ("F07", "largest_file") in failed  # the test can see a failure: F07's is 14 of 14
+    by_family = {row.family: row for row in rows}
+    for family, probe in failed:
+        # what fails points at the bug's file as often where it holds no bug: not the bug's doing
+        rate = by_family[family].probes[probe]
+        assert rate.base_p_value >= giveaways.GATE_ALPHA, (family, probe, rate)
     for row in rows:
         for name, rate in row.probes.items():
             if row.family != "ALL" and (row.family, name) not in failed:

@@ -338,12 +338,13 @@ def giveaway_report(
         if as_json:
             _emit_json({"families": [r.model_dump() for r in rows], "failures": failed})
         else:
-            title = "giveaway probes: hit rate / chance (ratio); ! far above chance"
+            title = "giveaway probes: hits / chance (ratio), ! far above; base: same files, no bug"
             table = Table("family", "scenarios", *giveaways.PROBES, title=title)
             for row in rows:
                 cells = [
                     f"{p.rate:.2f} / {p.chance:.2f} ({p.ratio:.1f}x)"
                     + (" !" if p.far_above_chance else "")
+                    + f", base {p.base:.2f}"
                     for p in row.probes.values()
                 ]
                 table.add_row(row.family, str(row.scenarios), *cells)

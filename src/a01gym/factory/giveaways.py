@@ -1,9 +1,9 @@
-"""Giveaway probes: shortcut finders that point at the bug without reading the policy.
+"""Giveaway probes: shortcut finders that point at the bug without reasoning about the policy.
 
 A trained policy learns whatever finds the bug cheapest. If the code gives it away (the file
 that differs from every other scenario's, a security helper nobody calls), the policy learns
 that instead of access control. Each probe here sees only what an agent sees across many
-episodes, the workspaces (never the policy, the task text or anything hidden), and names one
+episodes, the workspaces (the app and its TASK.md, never anything hidden), and names one
 file per scenario; a *hit* is a file the reference fix changes. Its hit rate is compared with
 chance, the hit rate of a file drawn at random from the app's Python files.
 
@@ -15,6 +15,13 @@ chance, the hit rate of a file drawn at random from the app's Python files.
   that remembers one app can do, no less (it cannot tell two new files apart);
 * ``unused_helper``: the file defining the first function or setting no other line uses (a
   check the bug stopped calling);
+* ``sibling_asymmetry``: the file with a function that lacks a check-like call (a name with
+  ``scope``, ``check``, ``require``, ``can_``, ``verify``, ...) that the largest share of its
+  siblings make (the other route handlers of its module, or the other plain functions of its
+  module or class): the list method that does not filter where the others do (a tie between
+  files is drawn);
+* ``policy_keywords``: the file whose path shares the most words with the task's *last*
+  policy line (the line a template would append for its bug);
 * ``largest_file``: the longest Python file (a baseline any agent can run).
 
 :func:`report` gives the rates per family; ``tools/giveaway_probe.py`` prints them for a
@@ -26,10 +33,18 @@ by luck to a probe no better than chance one time in eight. So a probe fails a f
 its hits are unlikely (one-sided binomial tail below :data:`GATE_ALPHA`) for a probe that
 finds the bug :data:`GATE_FACTOR` times as often as chance (``ProbeRate.p_value``);
 :func:`failures` lists them.
+
+Chance counts every file alike, but a probe has preferences of its own: the largest file is
+the same one whether or not the bug is in it. So each rate also has a ``base``: how often the
+probe names the same files in the *other* families' apps, where they hold no bug. A rate far
+above chance and near its base says the family's bug sits where the probe looks anyway (the
+core module every app has); a rate far above its base (``base_p_value``) says the bug itself
+draws the probe, which is the giveaway the gate is for.
 """
 
 from __future__ import annotations
 
+import ast
 import collections
 import difflib
 import hashlib
@@ -106,10 +121,12 @@ def _nearest_diff(bundle: Bundle, population: Sequence[dict[str, str]], own: int
 
     # ties (files the nearest app lacks all score 1.0) go to a draw per scenario and file,
     # never to the order the app's files were written in
-    def draw(path: str) -> bytes:
-        return hashlib.sha256(f"{bundle.manifest.content_hash}\x00{path}".encode()).digest()
+    return max(changed, key=lambda p: (changed[p], _draw(bundle, p))) if changed else None
 
-    return max(changed, key=lambda p: (changed[p], draw(p))) if changed else None
+
+def _draw(bundle: Bundle, path: str) -> bytes:
+    """A tie-break per scenario and file that no app's structure decides."""
+    return hashlib.sha256(f"{bundle.manifest.content_hash}\x00{path}".encode()).digest()
 
 
 _DEFINED = re.compile(r"^(?:def|async def)\s+(\w+)|^([A-Z][A-Z0-9_]+)\s*=", re.MULTILINE)
@@ -131,6 +148,76 @@ def _unused_helper(bundle: Bundle, population: Sequence[dict[str, str]], own: in
     return None
 
 
+_CHECKLIKE = re.compile(
+    r"scope|check|require|can_|allow|auth|admin|owner|tenant|permi|verify|valid|policy|"
+    r"current_user|signature|trusted|csrf|forbid",
+    re.IGNORECASE,
+)
+
+
+def _calls(function: ast.AST) -> set[str]:
+    """The check-like names a function calls or depends on (``policy.read_scope(...)``,
+    ``Depends(security.require_admin)``)."""
+    names = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.Name):
+            names.add(node.id)
+    return {name for name in names if _CHECKLIKE.search(name)}
+
+
+def _sibling_asymmetry(
+    bundle: Bundle, population: Sequence[dict[str, str]], own: int
+) -> str | None:
+    # siblings: the route handlers (decorated) of one module or class, or its plain
+    # functions; a function's asymmetry is the largest share of its siblings (at least two)
+    # that use a check-like name it does not use
+    scores: dict[str, float] = {}
+    for path, text in population[own].items():
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        bodies = [tree.body] + [n.body for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+        for body in bodies:
+            functions = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            for decorated in (True, False):
+                group = [_calls(f) for f in functions if bool(f.decorator_list) == decorated]
+                for index, mine in enumerate(group):
+                    others = group[:index] + group[index + 1 :]
+                    for name in set().union(*others) - mine if others else ():
+                        having = sum(name in o for o in others)
+                        if having >= 2:
+                            share = having / len(others)
+                            scores[path] = max(scores.get(path, 0.0), share)
+    if not scores:
+        return None
+    return max(scores, key=lambda p: (scores[p], _draw(bundle, p)))
+
+
+_WORD = re.compile(r"[a-z]+")
+
+
+def _stem(word: str) -> str:
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+
+
+def _policy_keywords(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> str | None:
+    task = bundle.workspace.get("TASK.md", b"").decode(errors="replace")
+    policy = task.split("## Access policy", 1)[-1].split("\n## ", 1)[0]
+    lines = [line for line in policy.splitlines() if line.startswith("- ")]
+    if not lines:
+        return None
+    words = {_stem(w) for w in _WORD.findall(lines[-1].lower()) if len(w) > 2}
+    scores = {
+        path: len(words & {_stem(w) for w in _WORD.findall(path.lower())} - {"app", "py"})
+        for path in population[own]
+    }
+    best = max(scores, key=lambda p: (scores[p], _draw(bundle, p)), default=None)
+    return best if best is not None and scores[best] else None
+
+
 def _largest_file(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> str | None:
     files = population[own]
     return max(files, key=lambda p: len(files[p])) if files else None
@@ -141,6 +228,8 @@ Probe = Callable[[Bundle, Sequence[dict[str, str]], int], "str | None"]
 PROBES: dict[str, Probe] = {
     "nearest_diff": _nearest_diff,
     "unused_helper": _unused_helper,
+    "sibling_asymmetry": _sibling_asymmetry,
+    "policy_keywords": _policy_keywords,
     "largest_file": _largest_file,
 }
 """Probe name -> the file it points at in one scenario of a population (None: no guess)."""
@@ -168,6 +257,13 @@ class ProbeRate(BaseModel):
     ratio: float = 0.0  # rate / chance
     p_value: float = 1.0
     """How often a probe finding the bug ``GATE_FACTOR`` × as often as chance hits this often."""
+    base: float = 0.0
+    """How often the probe names the bug's files in the *other* families' apps, where those
+    files hold no bug: its preference for them, bug or not."""
+    lift: float | None = None  # rate / base (None: base 0)
+    base_p_value: float = 1.0
+    """As ``p_value``, against ``GATE_FACTOR`` × ``base``: small only when the bug itself
+    draws the probe to its file."""
 
     @property
     def far_above_chance(self) -> bool:
@@ -201,6 +297,7 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
     }
     fixed = [set(b.hidden.reference_fix.files) for b in bundles]
     chance = [len(f & set(r)) / len(r) if r else 0.0 for f, r in zip(fixed, raw, strict=True)]
+    labels = [b.hidden.labels["family"] for b in bundles]
     rows = []
     for family in sorted(by_family):
         members = by_family[family]
@@ -209,6 +306,11 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
         for name, guessed in guesses.items():
             hits = sum(guessed[i] in fixed[i] for i in members)
             rate = hits / len(members)
+            base = sum(
+                sum(guessed[j] in fixed[i] for j in others) / len(others)
+                for i in members
+                if (others := [j for j in range(len(bundles)) if labels[j] != labels[i]])
+            ) / len(members)
             probes[name] = ProbeRate(
                 hits=hits,
                 scenarios=len(members),
@@ -216,6 +318,9 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
                 chance=round(expected, 3),
                 ratio=round(rate / expected, 2) if expected else 0.0,
                 p_value=round(_tail(hits, len(members), GATE_FACTOR * expected), 5),
+                base=round(base, 3),
+                lift=round(rate / base, 2) if base else None,
+                base_p_value=round(_tail(hits, len(members), GATE_FACTOR * base), 5),
             )
         rows.append(FamilyRates(family=family, scenarios=len(members), probes=probes))
     return rows

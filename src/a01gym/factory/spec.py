@@ -38,7 +38,7 @@ __all__ = [
 ]
 
 SPEC_VERSION = 1
-MAX_COMPANIONS = 4
+MAX_COMPANIONS = 6
 
 DECOY_KINDS: tuple[str, ...] = ("sort_column", "request_id", "basename_preview", "public_stats")
 RESERVED_COLUMNS = frozenset(

@@ -111,6 +111,15 @@ def test_companions_are_other_self_contained_families_with_their_roles() -> None
     ):
         with pytest.raises(ValidationError, match=message):
             ScenarioSpec.model_validate({**data, "companions": wrong})
-    assert not any(a["role"] == "manager" for a in data["actors"])
+    # without a manager actor (and the policy line that grants it reads), F20 cannot stand by
+    spec = ScenarioSpec.model_validate(data)
+    features = policy_features(spec.policy).model_copy(update={"manager_reads": False})
+    data = {
+        **data,
+        "actors": [a for a in data["actors"] if a["role"] != "manager"],
+        "policy": [r.model_dump(mode="json") for r in canonical_policy(features)],
+        "companions": [c for c in data["companions"] if c != "F20"],
+    }
+    ScenarioSpec.model_validate(data)
     with pytest.raises(ValidationError, match=r"companion F20 needs .*manager"):
         ScenarioSpec.model_validate({**data, "companions": ["F20"]})

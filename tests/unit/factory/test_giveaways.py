@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -37,6 +38,41 @@ def test_an_unused_helper_points_at_its_file() -> None:
     assert probe(_drafts(1)[0], [files], 0) == "app/tokens.py"
     files["app/auth.py"] += "\n\nTRUSTED_HOSTS = ()\n"
     assert probe(_drafts(1)[0], [files], 0) == "app/auth.py"
+
+
+def test_a_function_lacking_its_siblings_check_points_at_its_file() -> None:
+    """The issue's F07 finding: the list methods filter by scope and the broken one does not.
+    Route handlers are siblings of route handlers, helpers of helpers."""
+    repository = (
+        "class Notes:\n"
+        "    def list_visible(self, user):\n        return policy.read_scope(user)\n"
+        "    def export_rows(self, user):\n        return policy.read_scope(user)\n"
+        "    def digest_rows(self, user):\n        return policy.read_scope(user)\n"
+        "    def search(self, user, q):\n        return q\n"
+    )
+    routes = (
+        "@router.get('/a')\ndef a(user=Depends(security.current_user)):\n    return 1\n"
+        "@router.get('/b')\ndef b(user=Depends(security.current_user)):\n    return 2\n"
+        "def _helper(x):\n    return x\n"
+    )
+    probe = giveaways.PROBES["sibling_asymmetry"]
+    bundle = _drafts(1)[0]
+    assert probe(bundle, [{"app/repository.py": repository, "app/routes.py": routes}], 0) == (
+        "app/repository.py"
+    )
+    symmetric = repository.replace("return q", "return policy.read_scope(user)")
+    assert probe(bundle, [{"app/repository.py": symmetric, "app/routes.py": routes}], 0) is None
+
+
+def test_the_last_policy_lines_words_point_at_a_file_named_by_them() -> None:
+    bundle = _drafts(1)[0]
+    task = "## Access policy\n\n- Read a note: its owner.\n- Download a stored file: its owner.\n"
+    files = {"app/routers/files.py": "", "app/routers/notes.py": "", "app/main.py": ""}
+    probe = giveaways.PROBES["policy_keywords"]
+    moved = dataclasses.replace(bundle, workspace={**bundle.workspace, "TASK.md": task.encode()})
+    assert probe(moved, [files], 0) == "app/routers/files.py"
+    files = {"app/routers/records.py": "", "app/main.py": ""}
+    assert probe(moved, [files], 0) is None
 
 
 def test_report_rates_each_probe_per_family_against_chance() -> None:
@@ -103,9 +139,13 @@ def test_cli_reports_a_caches_giveaways_and_fails_strictly_on_one(
     data = json.loads(result.stdout)
     assert data["families"] == [r.model_dump() for r in giveaways.report(bundles)]
     assert ["F07", "largest_file"] in data["failures"]
+    # ...whether or not the bug is in it: the F18 apps' largest file is the same one
+    f07 = next(r for r in data["families"] if r["family"] == "F07")["probes"]["largest_file"]
+    assert f07["rate"] == f07["base"] == 1.0 and f07["lift"] == 1.0
+    assert f07["base_p_value"] > giveaways.GATE_ALPHA
     strict = CliRunner().invoke(app, ["giveaways", str(cache.root), "--strict"])
     assert strict.exit_code == 1
-    assert "far above chance: F07 largest_file" in strict.output
+    assert "far above chance: " in strict.output and "F07 largest_file" in strict.output
     assert "largest_file" in strict.output  # the table
     missing = CliRunner().invoke(app, ["giveaways", str(tmp_path / "nowhere")])
     assert missing.exit_code == 1 and "no scenario cache" in missing.output
