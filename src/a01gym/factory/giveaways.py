@@ -211,7 +211,7 @@ def _policy_keywords(bundle: Bundle, population: Sequence[dict[str, str]], own: 
         return None
     words = {_stem(w) for w in _WORD.findall(lines[-1].lower()) if len(w) > 2}
     scores = {
-        path: len(words & {_stem(w) for w in _WORD.findall(path.lower())} - {"app", "py"})
+        path: len(words & ({_stem(w) for w in _WORD.findall(path.lower())} - {"app", "py"}))
         for path in population[own]
     }
     best = max(scores, key=lambda p: (scores[p], _draw(bundle, p)), default=None)
@@ -298,6 +298,7 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
     fixed = [set(b.hidden.reference_fix.files) for b in bundles]
     chance = [len(f & set(r)) / len(r) if r else 0.0 for f, r in zip(fixed, raw, strict=True)]
     labels = [b.hidden.labels["family"] for b in bundles]
+    elsewhere = {f: [j for j, g in enumerate(labels) if g != f] for f in set(labels)}
     rows = []
     for family in sorted(by_family):
         members = by_family[family]
@@ -307,9 +308,9 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
             hits = sum(guessed[i] in fixed[i] for i in members)
             rate = hits / len(members)
             base = sum(
-                sum(guessed[j] in fixed[i] for j in others) / len(others)
+                sum(guessed[j] in fixed[i] for j in elsewhere[labels[i]])
+                / max(1, len(elsewhere[labels[i]]))
                 for i in members
-                if (others := [j for j in range(len(bundles)) if labels[j] != labels[i]])
             ) / len(members)
             probes[name] = ProbeRate(
                 hits=hits,
