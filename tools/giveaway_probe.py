@@ -4,7 +4,9 @@
 
 Drafts are compiled, never gated: the code an agent reads is fixed at compile time. Prints one
 line per family: each probe's hit rate, chance, and their ratio (the issue's target: within 2×),
-marked ``!`` where the hits are far above that (``giveaways.failures``), then those failures.
+marked ``!`` where the hits are far above that (``giveaways.failures``), and the probe's base
+(how often it names the same files in other families' apps), marked ``*`` where the hits are
+far above the base too (the bug itself draws the probe); then the failures.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def main() -> None:
     for row in rows:
         cells = "  ".join(
             f"{name} {p.rate:.2f}/{p.chance:.2f}={p.ratio:.1f}x{'!' if p.far_above_chance else ''}"
-            f" base {p.base:.2f}{'*' if p.base_p_value < giveaways.GATE_ALPHA else ''}"
+            f" base {p.base:.2f}{'*' if p.far_above_base else ''}"
             for name, p in row.probes.items()
         )
         print(f"{row.family:4} n={row.scenarios:3}  {cells}")

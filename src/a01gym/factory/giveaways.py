@@ -269,6 +269,10 @@ class ProbeRate(BaseModel):
     def far_above_chance(self) -> bool:
         return self.p_value < GATE_ALPHA
 
+    @property
+    def far_above_base(self) -> bool:
+        return self.base_p_value < GATE_ALPHA
+
 
 class FamilyRates(BaseModel):
     family: str
