@@ -28,12 +28,13 @@ from a01gym.factory import author, compiler, config
 MEASURES = ("files", "hunks", "lines", "sites")
 
 
-def fix_size(before: dict[str, bytes], after: dict[str, str]) -> tuple[int, int]:
-    """(hunks, changed lines) of the reference fix: a hunk is one run of changed lines."""
+def fix_size(before: dict[str, bytes], after: dict[str, str | None]) -> tuple[int, int]:
+    """(hunks, changed lines) of the reference fix: a hunk is one run of changed lines (a file
+    the fix deletes is ``None``, as in ``fix_shape`` of factory/diversity.py)."""
     hunks = lines = 0
     for path, text in after.items():
         old = before.get(path, b"").decode().splitlines()
-        matcher = difflib.SequenceMatcher(None, old, text.splitlines(), autojunk=False)
+        matcher = difflib.SequenceMatcher(None, old, (text or "").splitlines(), autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag != "equal":
                 hunks += 1
