@@ -195,7 +195,7 @@ class CoreModules(RenderHost):
 
 
             def user_from_request(request: Request) -> CurrentUser | None:
-                """Resolve the caller without Depends (used by middleware)."""
+                """Resolve the caller without Depends (for middleware and scripts)."""
                 token = bearer_token(request)
                 if token is None:
                     return None

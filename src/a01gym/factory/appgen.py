@@ -25,7 +25,16 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
-from a01gym.factory import appcore, appdata, apppolicy, approutes, appstorage, families, styles
+from a01gym.factory import (
+    appcore,
+    appdata,
+    apppolicy,
+    approutes,
+    appstorage,
+    families,
+    layout,
+    styles,
+)
 from a01gym.factory.codetext import block as _block
 from a01gym.factory.families import FamilyApp, Mode
 from a01gym.factory.families.f17_forced_browsing import guard as debug_guard
@@ -139,7 +148,7 @@ class _Renderer(
         if self.distance == "service":
             files["app/services.py"] = self.services()
         files["app/main.py"] = self.main()
-        files = self.style.finish(self, files)
+        files = layout.apply(self.spec.layout, self.style.finish(self, files))
         files = {
             path: "\n".join(line.rstrip() for line in text.rstrip().splitlines()) + "\n"
             for path, text in files.items()

@@ -274,6 +274,7 @@ def compile_bundle(spec: ScenarioSpec, mutation: Mutation | None = None) -> Bund
             "hint_level": str(spec.knobs.hint_level),
             "decoys": ",".join(spec.decoys),
             "companions": ",".join(spec.companions),
+            "layout": spec.layout.model_dump_json(),
             "difficulty": spec.difficulty_band(),
             "difficulty_score": f"{spec.difficulty():.3f}",
             "spec_sha256": digest,

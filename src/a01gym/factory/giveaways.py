@@ -9,12 +9,15 @@ chance, the hit rate of a file drawn at random from the app's Python files.
 
 * ``nearest_diff``: the file that differs most from the most similar *other* scenario, with
   names, strings and numbers abstracted away (what an agent that remembers one episode's app
-  can diff against). Files that app lacks all score "all new"; the tie between them is
-  drawn per scenario and file. It used to go to the order the app's files were written in,
-  which an agent never sees and which put the bug's family first: a draw is what an agent
-  that remembers one app can do, no less (it cannot tell two new files apart);
-* ``unused_helper``: the file defining the first function or setting no other line uses (a
-  check the bug stopped calling);
+  can diff against). Files match by path, else by content (a layout,
+  :mod:`a01gym.factory.layout`, may have renamed the module: a file of the same text is the
+  same file, one under a new name is compared with the most similar file the nearest app has
+  under a name this app lacks). Files with nothing to compare with all score "all new"; the
+  tie between them is drawn per scenario and file. It used to go to the order the app's files
+  were written in, which an agent never sees and which put the bug's family first: a draw is
+  what an agent that remembers one app can do, no less (it cannot tell two new files apart);
+* ``unused_helper``: a file defining a function or setting no other line uses (a check the
+  bug stopped calling; several such files: a draw);
 * ``sibling_asymmetry``: the file with a function that lacks a check-like call (a name with
   ``scope``, ``check``, ``require``, ``can_``, ``verify``, ...) that the largest share of its
   siblings make (the other route handlers of its module, or the other plain functions of its
@@ -57,6 +60,8 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel
 
+from a01gym.factory import layout
+from a01gym.factory.spec import Layout
 from a01gym.scenario.bundle import Bundle
 
 __all__ = [
@@ -108,15 +113,33 @@ def _nearest_diff(bundle: Bundle, population: Sequence[dict[str, str]], own: int
     for index, other in enumerate(population):
         if index == own:
             continue
-        same = sum(other.get(path) == text for path, text in mine.items())
+        # files match by content, not path: layouts rename modules, and an agent that
+        # remembers one app recognises a file it has read under another name
+        texts = set(other.values())
+        same = sum(text in texts for text in mine.values())
         if same > best_same:
             best, best_same = other, same
     if best is None:
         return None
+    texts = set(best.values())
+    unmatched = [(text, set(text.splitlines())) for path, text in best.items() if path not in mine]
+
+    def counterpart(path: str, text: str) -> str:
+        if path in best:
+            return best[path]
+        # the most similar by shared lines (a set overlap: difflib here took 14 of 43 s of a
+        # 150-app report)
+        lines = set(text.splitlines())
+        return max(
+            unmatched,
+            key=lambda other: len(lines & other[1]) / len(lines | other[1]),
+            default=("",),
+        )[0]
+
     changed = {
-        path: 1.0 - difflib.SequenceMatcher(None, text, best.get(path, "")).quick_ratio()
+        path: 1.0 - difflib.SequenceMatcher(None, text, counterpart(path, text)).quick_ratio()
         for path, text in mine.items()
-        if best.get(path) != text
+        if text not in texts
     }
 
     # ties (files the nearest app lacks all score 1.0) go to a draw per scenario and file,
@@ -134,18 +157,21 @@ _DEFINED = re.compile(r"^(?:def|async def)\s+(\w+)|^([A-Z][A-Z0-9_]+)\s*=", re.M
 
 def _unused_helper(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> str | None:
     files = population[own]
-    everything = "\n".join(files.values())
-    for path, text in sorted(files.items()):
+    uses = collections.Counter(re.findall(r"\w+", "\n".join(files.values())))
+    found = set()
+    for path, text in files.items():
         for match in _DEFINED.finditer(text):
             name = match.group(1) or match.group(2)
             if name.startswith("__"):
                 continue
-            if len(re.findall(rf"\b{re.escape(name)}\b", everything)) == 1:
+            if uses[name] == 1:
                 # defined and never used: decorated routes are used by the framework
                 before = text[: match.start()].rstrip().rsplit("\n", 1)[-1]
                 if not before.startswith("@"):
-                    return path
-    return None
+                    found.add(path)
+                    break
+    # several files with one: a draw, never the order of their names (a layout renames them)
+    return max(found, key=lambda p: _draw(bundle, p)) if found else None
 
 
 _CHECKLIKE = re.compile(
@@ -157,14 +183,17 @@ _CHECKLIKE = re.compile(
 
 def _calls(function: ast.AST) -> set[str]:
     """The check-like names a function calls or depends on (``policy.read_scope(...)``,
-    ``Depends(security.require_admin)``)."""
-    names = set()
+    ``Depends(security.require_admin)``): the functions, never the modules they come from (a
+    layout may call the security module ``auth``)."""
+    names, modules = set(), set()
     for node in ast.walk(function):
         if isinstance(node, ast.Attribute):
             names.add(node.attr)
+            if isinstance(node.value, ast.Name):
+                modules.add(node.value.id)
         elif isinstance(node, ast.Name):
             names.add(node.id)
-    return {name for name in names if _CHECKLIKE.search(name)}
+    return {name for name in names - modules if _CHECKLIKE.search(name)}
 
 
 def _sibling_asymmetry(
@@ -300,6 +329,15 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
         for name, probe in PROBES.items()
     }
     fixed = [set(b.hidden.reference_fix.files) for b in bundles]
+    # the base compares paths across apps in the skeleton's own layout (a layout renames them)
+    layouts = [Layout.model_validate_json(b.hidden.labels.get("layout", "{}")) for b in bundles]
+    roles = [{layout.canonical(lay, p) for p in f} for lay, f in zip(layouts, fixed, strict=True)]
+    named = {
+        name: [
+            layout.canonical(lay, g) if g else None for lay, g in zip(layouts, guessed, strict=True)
+        ]
+        for name, guessed in guesses.items()
+    }
     chance = [len(f & set(r)) / len(r) if r else 0.0 for f, r in zip(fixed, raw, strict=True)]
     labels = [b.hidden.labels["family"] for b in bundles]
     elsewhere = {f: [j for j, g in enumerate(labels) if g != f] for f in set(labels)}
@@ -312,7 +350,7 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
             hits = sum(guessed[i] in fixed[i] for i in members)
             rate = hits / len(members)
             base = sum(
-                sum(guessed[j] in fixed[i] for j in elsewhere[labels[i]])
+                sum(named[name][j] in roles[i] for j in elsewhere[labels[i]])
                 / max(1, len(elsewhere[labels[i]]))
                 for i in members
             ) / len(members)

@@ -44,7 +44,7 @@ class ReportRoutes(RenderHost):
 
                 @router.get("/public/stats")
                 def public_stats(connection: sqlite3.Connection = Depends(db.get_db)) -> dict[str, int]:
-                    """Aggregate counts are public by policy; no record content leaves here."""
+                    """Counts only: no record content leaves here."""
                     return {"$ents": repository.${Ent}Repository(connection).count()}
                 '''
             )

@@ -30,6 +30,7 @@ __all__ = [
     "EntitySpec",
     "HintLevel",
     "Knobs",
+    "Layout",
     "PolicyFeatures",
     "PolicyRule",
     "ScenarioSpec",
@@ -260,6 +261,31 @@ class Knobs(_Model):
     )
 
 
+class Layout(_Model):
+    """What the skeleton's shared modules are called, and which of them share a file
+    (:mod:`a01gym.factory.layout` rewrites the rendered app to it). The defaults are the
+    skeleton as rendered."""
+
+    routers: Literal["routers", "routes", "endpoints", "views"] = Field(
+        "routers", description="The package holding one router module per area."
+    )
+    security: Literal["security", "auth", "deps", "identity"] = Field(
+        "security", description="Authentication and role checks."
+    )
+    policy: Literal["policy", "permissions", "access", "rules"] = Field(
+        "policy", description="Who may do what to a record."
+    )
+    repository: Literal["repository", "queries", "store", "crud"] = Field(
+        "repository", description="The data access functions."
+    )
+    policy_in_security: bool = Field(
+        False, description="The policy's functions live in the security module."
+    )
+    storage_in_repository: bool = Field(
+        False, description="File storage lives in the repository module."
+    )
+
+
 class ScenarioSpec(_Model):
     """A complete scenario draft."""
 
@@ -277,6 +303,7 @@ class ScenarioSpec(_Model):
         max_length=MAX_COMPANIONS,
         description="Other families whose own routes the app also serves, secure.",
     )
+    layout: Layout = Field(default_factory=Layout)
 
     @model_validator(mode="after")
     def _coherent(self) -> ScenarioSpec:

@@ -60,7 +60,9 @@ _EXPIRY = """
 
 STRUCTURES = ("inline", "helpers")
 """``inline``: ``claims_of`` checks signature and expiry itself; ``helpers``: it asks
-``_signature_ok`` and ``_expired`` (the vulnerable app defines them but skips a call)."""
+``_signature_ok`` and ``_expired``. The vulnerable app still calls the helper it skips, but
+records the answer in the claims instead of refusing the token (checked, never enforced): a
+helper nobody calls would point at the bug (``factory/giveaways.py``, ``unused_helper``)."""
 
 _HELPERS = {
     "secure": '''
@@ -105,11 +107,15 @@ def _checks(r: Renderer) -> tuple[str, str, str]:
     ):
         helpers = "\n\n\n".join([r.t(_HELPERS.get(signature, _HELPERS["secure"])), r.t(_EXPIRED)])
         check = (
-            ""
+            'claims["verified"] = _signature_ok(connection, header, head, body, signature)\n    '
             if signature == "vuln"
             else "if not _signature_ok(connection, header, head, body, signature):\n        return None\n    "
         )
-        expiry_text = "" if expiry == "vuln" else "if _expired(claims):\n        return None\n    "
+        expiry_text = (
+            'claims["expired"] = _expired(claims)\n    '
+            if expiry == "vuln"
+            else "if _expired(claims):\n        return None\n    "
+        )
         return check, expiry_text, f"\n\n\n{helpers}"
     check = "" if signature == "vuln" else _SIGNATURE.get(signature, _SIGNATURE["secure"])
     if expiry == "deny":

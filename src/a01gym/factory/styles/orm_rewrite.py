@@ -223,7 +223,7 @@ def user_by_id(session: Session, user_id: int) -> CurrentUser | None:
 
 
 def user_from_request(request: Request) -> CurrentUser | None:
-    """Resolve the caller without Depends (used by middleware)."""
+    """Resolve the caller without Depends (for middleware and scripts)."""
     token = bearer_token(request)
     if token is None:
         return None

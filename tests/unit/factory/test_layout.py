@@ -1,0 +1,125 @@
+"""The skeleton's layout (``factory/layout.py``): renamed and merged modules give an app that
+still imports, routes and fixes the same, and a file that uses a module's name otherwise is
+refused, not broken."""
+
+from __future__ import annotations
+
+import ast
+import collections
+
+import pytest
+
+from a01gym.factory import author, compiler, config, layout, mutator
+from a01gym.factory.spec import Layout
+
+_SOURCE = {
+    "app/security.py": '"""Auth."""\n\nfrom app import db\n\n\ndef current_user() -> str:\n'
+    "    return db.user()\n",
+    "app/policy.py": '"""Who may read.\n\nPolicy: owners read."""\n\nfrom typing import Any\n\n'
+    "from app import security\nfrom app.security import current_user\n\n\n"
+    "def can_read(record: dict[str, Any]) -> bool:\n"
+    "    return record['owner'] == security.current_user() == current_user()\n",
+    "app/routers/records.py": '"""Records (each handler asks policy.can_read)."""\n\n'
+    "from app import db, policy, security\n\n\ndef read() -> bool:\n"
+    "    return policy.can_read(db.row()) and bool(security.current_user())\n",
+    "app/main.py": "from app.routers import records\n",
+}
+
+
+def test_renamed_modules_move_with_their_imports_references_and_docstrings() -> None:
+    files = layout.apply(
+        Layout(routers="endpoints", security="auth", policy="rules", repository="crud"), _SOURCE
+    )
+
+    assert sorted(files) == [
+        "app/auth.py",
+        "app/endpoints/records.py",
+        "app/main.py",
+        "app/rules.py",
+    ]
+    router = files["app/endpoints/records.py"]
+    assert "from app import auth, db, rules" in router
+    assert "rules.can_read(db.row()) and bool(auth.current_user())" in router
+    assert "(each handler asks rules.can_read)" in router
+    assert "from app.auth import current_user" in files["app/rules.py"]
+    assert files["app/main.py"] == "from app.endpoints import records\n"
+    for text in files.values():
+        ast.parse(text)
+
+
+def test_a_merged_policy_joins_the_security_module_and_its_importers_follow() -> None:
+    files = layout.apply(Layout(security="deps", policy_in_security=True), _SOURCE)
+
+    assert "app/policy.py" not in files
+    merged = files["app/deps.py"]
+    # one import block, no import of itself, the prefixes into itself dropped
+    assert "from typing import Any\n\nfrom app import db\n" in merged
+    assert "import security" not in merged and "from app.security" not in merged
+    assert "return record['owner'] == current_user() == current_user()" in merged
+    assert "# Policy: owners read." in merged  # the merged module's docstring, as a comment
+    router = files["app/routers/records.py"]
+    assert "from app import db, deps\n" in router
+    assert "deps.can_read(db.row()) and bool(deps.current_user())" in router
+    ast.parse(merged)
+
+
+def test_a_module_name_used_as_a_variable_is_refused_with_file_and_line() -> None:
+    source = dict(_SOURCE)
+    source["app/routers/users.py"] = "from app import security\n\n\nsecurity = None\n"
+
+    with pytest.raises(layout.LayoutError, match=r"app/routers/users.py:4: 'security'"):
+        layout.apply(Layout(security="auth"), source)
+
+
+def test_canonical_maps_a_layouts_paths_back_to_the_skeletons() -> None:
+    drawn = Layout(routers="views", security="identity", policy="access", repository="store")
+
+    assert layout.canonical(drawn, "app/views/admin.py") == "app/routers/admin.py"
+    assert layout.canonical(drawn, "app/identity.py") == "app/security.py"
+    assert layout.canonical(drawn, "app/store.py") == "app/repository.py"
+    assert layout.canonical(drawn, "app/config.py") == "app/config.py"
+
+
+def test_drafts_draw_varied_layouts_and_every_one_renders_and_fixes_in_its_own_paths() -> None:
+    requests = author.plan(config.FactoryConfig(count=63, seed=11))
+    specs = [author.TemplateAuthor().draft(r) for r in requests]
+    drawn = collections.Counter(s.layout == Layout() for s in specs)
+
+    # most drafts draw a layout, the skeleton's own stays common
+    assert drawn[False] > 0.6 * len(specs) and drawn[True] > 0.05 * len(specs)
+    assert len({s.layout for s in specs}) > 30
+    for spec in specs[:21]:
+        bundle = compiler.compile_bundle(spec)
+        paths = set(bundle.workspace)
+        assert f"app/{spec.layout.security}.py" in paths
+        assert f"app/{spec.layout.repository}.py" in paths
+        assert any(p.startswith(f"app/{spec.layout.routers}/") for p in paths)
+        assert ("app/storage.py" in paths) != spec.layout.storage_in_repository
+        assert set(bundle.hidden.reference_fix.files) <= paths
+        for path, content in bundle.workspace.items():
+            if path.endswith(".py"):
+                ast.parse(content.decode())
+        # the hidden side records the layout; the agent's side never names it
+        assert Layout.model_validate_json(bundle.hidden.labels["layout"]) == spec.layout
+
+
+def test_the_layout_changes_paths_never_the_vulnerable_and_fixed_code() -> None:
+    spec = author.TemplateAuthor().draft(author.plan(config.FactoryConfig(count=1, seed=3))[0])
+    default = spec.model_copy(update={"layout": Layout()})
+    drawn = spec.model_copy(
+        update={"layout": Layout(security="auth", repository="crud", routers="routes")}
+    )
+
+    plain, moved = mutator.mutate(default), mutator.mutate(drawn)
+
+    assert moved.vulnerable.routes == plain.vulnerable.routes
+    assert moved.fixed.routes == plain.fixed.routes
+    paths = {layout.canonical(drawn.layout, p) for p in moved.vulnerable.files}
+    assert paths == set(plain.vulnerable.files)
+    # the bug sits in the same module, under its new name
+    fixed_in = {
+        layout.canonical(drawn.layout, p)
+        for p, text in moved.fixed.files.items()
+        if moved.vulnerable.files[p] != text
+    }
+    assert fixed_in == {p for p, t in plain.fixed.files.items() if plain.vulnerable.files[p] != t}
