@@ -33,6 +33,7 @@ from a01gym.factory import (
     appstorage,
     families,
     layout,
+    prune,
     styles,
 )
 from a01gym.factory.codetext import block as _block
@@ -148,7 +149,8 @@ class _Renderer(
         if self.distance == "service":
             files["app/services.py"] = self.services()
         files["app/main.py"] = self.main()
-        files = layout.apply(self.spec.layout, self.style.finish(self, files))
+        files = prune.prune(self.style.finish(self, files))
+        files = layout.apply(self.spec.layout, files)
         files = {
             path: "\n".join(line.rstrip() for line in text.rstrip().splitlines()) + "\n"
             for path, text in files.items()

@@ -19,6 +19,7 @@ app. Docstrings that name a renamed module's function (``security.require_admin`
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import io
 import random
@@ -81,11 +82,21 @@ def apply(layout: Layout, files: dict[str, str]) -> dict[str, str]:
     if not names and package == _PACKAGE:
         return files
     out = {}
+    key = tuple(sorted(names.items(), key=str))
     for path, text in files.items():
         if path.endswith(".py"):
-            text = _rewrite(path, text, names, package)
+            text = _rewritten(path, text, key, package)
         out[_moved(path, names, package)] = text
     return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _rewritten(
+    path: str, text: str, names: tuple[tuple[str, str | None], ...], package: str
+) -> str:
+    """:func:`_rewrite`, memoised: a scenario renders its app 6-10 times (fixed, vulnerable,
+    each trap), and most modules are the same text in all of them."""
+    return _rewrite(path, text, dict(names), package)
 
 
 def canonical(layout: Layout, path: str) -> str:
@@ -203,7 +214,7 @@ def _merge(files: dict[str, str], src: str, dst: str) -> dict[str, str]:
     """``app/<src>.py`` appended to ``app/<dst>.py``, every import of it redirected."""
     source, target = f"app/{src}.py", f"app/{dst}.py"
     out = {
-        path: _rewrite(path, text, {src: dst}) if path.endswith(".py") else text
+        path: _rewritten(path, text, ((src, dst),), _PACKAGE) if path.endswith(".py") else text
         for path, text in files.items()
         if path not in (source, target)
     }

@@ -10,18 +10,21 @@ import pytest
 
 from a01gym.factory import author, config, families
 from a01gym.factory.cache import Provenance, ScenarioCache
-from a01gym.factory.spec import ScenarioSpec
+from a01gym.factory.spec import Layout, ScenarioSpec
 from a01gym.scenario.bundle import Bundle
 
 SpecFor = Callable[..., ScenarioSpec]
 
 
 def make_spec(family: str, index: int = 0, **overrides: object) -> ScenarioSpec:
-    """The ``index``-th template spec of ``family`` (deterministic)."""
+    """The ``index``-th template spec of ``family`` (deterministic), in the skeleton's own
+    layout: these tests read modules by their path (``test_layout.py`` covers drawn layouts,
+    and the integration builds gate them)."""
     cfg = config.FactoryConfig.model_validate(
         {"count": index + 1, "families": [family], **overrides}
     )
-    return author.TemplateAuthor().draft(author.plan(cfg)[index])
+    spec = author.TemplateAuthor().draft(author.plan(cfg)[index])
+    return spec.model_copy(update={"layout": Layout()})
 
 
 @pytest.fixture

@@ -78,7 +78,7 @@ def test_validate_detects_a_tampered_bundle(tmp_path: Path) -> None:
     root, hashes = _cache(tmp_path, count=2)
     ok = runner.invoke(app, ["validate", str(root), "--no-gates"])
     assert ok.exit_code == 0, ok.output
-    target = root / "v1" / hashes[0] / "workspace" / "app" / "policy.py"
+    target = root / "v1" / hashes[0] / "workspace" / "app" / "main.py"  # in every layout
     target.write_text(target.read_text() + "\n# edited\n")
     bad = runner.invoke(app, ["validate", str(root), "--no-gates", "--json"])
     assert bad.exit_code == 1

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from a01gym.factory import author, compiler, config, mutator, styles
-from a01gym.factory.spec import ScenarioSpec
+from a01gym.factory.spec import Layout, ScenarioSpec
 from a01gym.factory.styles import orm_relationship, orm_repository
 
 SITES = {"F07": "record.list", "F08": "record.export"}
@@ -26,8 +26,11 @@ def _class_name(spec: ScenarioSpec) -> str:
 
 def _orm_specs(family: str, count: int = 40) -> list[ScenarioSpec]:
     cfg = config.FactoryConfig(count=count, families=[family], seed=5)
+    # in the skeleton's own layout: these tests read app/repository.py
     return [
-        styles.restyled(author.TemplateAuthor().draft(request), "sqlalchemy")
+        styles.restyled(author.TemplateAuthor().draft(request), "sqlalchemy").model_copy(
+            update={"layout": Layout()}
+        )
         for request in author.plan(cfg)
     ]
 

@@ -10,6 +10,7 @@ caught by an exploit.
 from __future__ import annotations
 
 from a01gym.factory import author, compiler, config, styles
+from a01gym.factory.spec import Layout
 from a01gym.scenario.bundle import Bundle
 
 OPS = "app/routers/ops.py"
@@ -18,7 +19,8 @@ OPS = "app/routers/ops.py"
 def _bundle(style: str = "sqlite3") -> Bundle:
     cfg = config.FactoryConfig(count=1, families=["F21"], seed=5)
     spec = author.TemplateAuthor().draft(author.plan(cfg)[0])
-    return compiler.compile_bundle(styles.restyled(spec, style))
+    skeleton = spec.model_copy(update={"layout": Layout()})  # OPS is the skeleton's path
+    return compiler.compile_bundle(styles.restyled(skeleton, style))
 
 
 def test_the_vulnerable_app_trusts_both_forwarding_headers_and_the_fix_neither() -> None:

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from a01gym.cli.factory import app
 from a01gym.factory import author, compiler, config, giveaways
+from a01gym.factory.spec import Layout
 from a01gym.scenario.bundle import Bundle
 
 
@@ -89,14 +90,21 @@ def test_report_rates_each_probe_per_family_against_chance() -> None:
 
 def test_without_companions_a_family_only_file_is_given_away() -> None:
     """The probe finds what companions hide: stripped of them, every F18 app adds a form
-    router no F01 app has, and remembering an F01 app and diffing finds it."""
+    router no F01 app has, and remembering an F01 app and diffing finds it (all in the
+    skeleton's own layout, which varies apps' other files too)."""
     cfg = config.FactoryConfig(count=8, seed=28, families=["F01", "F18"])
-    specs = [author.TemplateAuthor().draft(r) for r in author.plan(cfg)]
+    specs = [
+        author.TemplateAuthor().draft(r).model_copy(update={"layout": Layout()})
+        for r in author.plan(cfg)
+    ]
     assert all(spec.companions for spec in specs)
     bare = [compiler.compile_bundle(spec.model_copy(update={"companions": []})) for spec in specs]
     rows = {row.family: row for row in giveaways.report(bare)}
     assert rows["F18"].probes["nearest_diff"].ratio > 2
-    with_companions = {row.family: row for row in giveaways.report(_drafts(8))}
+    with_companions = {
+        row.family: row
+        for row in giveaways.report([compiler.compile_bundle(spec) for spec in specs])
+    }
     assert (
         with_companions["F18"].probes["nearest_diff"].hits < rows["F18"].probes["nearest_diff"].hits
     )

@@ -3,10 +3,8 @@
 
 The app gets ``app/tokens.py`` and ``app/routers/api.py``: ``POST /api/v2/tokens`` issues a
 token for the signed-in user, ``/api/v2/me`` and ``/api/v2/<records>/{id}`` accept it. The
-sandboxed apps have no JWT package (the sandbox image installs FastAPI, Starlette, uvicorn,
-pydantic and httpx only), so ``tokens.py`` implements HS256 with the standard library
-(``hmac``, ``hashlib``, ``base64``); the signing key is a per-world secret in the settings
-table. Sites: ``jwt.signature`` (the signature is not checked) and ``jwt.expiry`` (``exp`` is
+sandbox has no JWT package, so ``tokens.py`` implements HS256 with the standard library; the
+signing key is a per-world secret in the settings table. Sites: ``jwt.signature`` (the signature is not checked) and ``jwt.expiry`` (``exp`` is
 not checked). Exploits send tokens the world forges (``{{jwt:alice.forged}}``, ``.none``,
 ``.expired``, ``.hs512``, ``.rs256``, ``.noalg``); the ``alg_from_header`` trap verifies only
 when the token says it is HS256, and ``none_rejected`` also refuses ``alg: none`` (the red-team
@@ -60,9 +58,8 @@ _EXPIRY = """
 
 STRUCTURES = ("inline", "helpers")
 """``inline``: ``claims_of`` checks signature and expiry itself; ``helpers``: it asks
-``_signature_ok`` and ``_expired``. The vulnerable app still calls the helper it skips, but
-records the answer in the claims instead of refusing the token (checked, never enforced): a
-helper nobody calls would point at the bug (``factory/giveaways.py``, ``unused_helper``)."""
+``_signature_ok`` and ``_expired`` (an uncalled helper would point at the bug: the
+vulnerable app calls the one it skips, and ignores its answer)."""
 
 _HELPERS = {
     "secure": '''
@@ -101,21 +98,17 @@ def _checks(r: Renderer) -> tuple[str, str, str]:
     """The signature and expiry checks of ``claims_of``, and the helpers they call."""
     signature = r.v.mode("jwt.signature")
     expiry = r.v.mode("jwt.expiry")
-    if checkforms.draw(r.spec, "jwt", STRUCTURES) == "helpers" and "deny" not in (
-        signature,
-        expiry,
-    ):
+    denied = "deny" in (signature, expiry)
+    if not denied and checkforms.draw(r.spec, "jwt", STRUCTURES) == "helpers":
         helpers = "\n\n\n".join([r.t(_HELPERS.get(signature, _HELPERS["secure"])), r.t(_EXPIRED)])
-        check = (
-            'claims["verified"] = _signature_ok(connection, header, head, body, signature)\n    '
-            if signature == "vuln"
-            else "if not _signature_ok(connection, header, head, body, signature):\n        return None\n    "
-        )
-        expiry_text = (
-            'claims["expired"] = _expired(claims)\n    '
-            if expiry == "vuln"
-            else "if _expired(claims):\n        return None\n    "
-        )
+        refuse = "\n        return None\n    "
+        verified = "_signature_ok(connection, header, head, body, signature)"
+        check = f'claims["verified"] = {verified}\n    '
+        if signature != "vuln":
+            check = f"if not {verified}:{refuse}"
+        expiry_text = 'claims["expired"] = _expired(claims)\n    '
+        if expiry != "vuln":
+            expiry_text = f"if _expired(claims):{refuse}"
         return check, expiry_text, f"\n\n\n{helpers}"
     check = "" if signature == "vuln" else _SIGNATURE.get(signature, _SIGNATURE["secure"])
     if expiry == "deny":

@@ -1,0 +1,59 @@
+"""Dead helpers are left out (``factory/prune.py``): nothing in a generated app is defined and
+never used, in the skeleton's modules or where a bug stopped calling a check."""
+
+from __future__ import annotations
+
+import ast
+import collections
+import re
+
+from a01gym.factory import author, config, mutator, prune
+
+_APP = {
+    "app/security.py": '"""Auth."""\n\nimport functools\nimport hmac\nfrom typing import Any\n\n'
+    "from app import db\n\nLIMIT = 3\nUNUSED_LIMIT = 4\n\n\n"
+    "def current_user() -> Any:\n    return db.user(LIMIT)\n\n\n"
+    "def admin_only(handler: Any) -> Any:\n    return functools.wraps(handler)(handler)\n\n\n"
+    "def same(a: str, b: str) -> bool:\n    return hmac.compare_digest(a, b)\n",
+    "app/redirects.py": '"""Where to go."""\n\n\ndef landing(target: str) -> str:\n'
+    "    return target\n",
+    "app/routers/users.py": "from app import security\n\n\n@router.get('/me')\n"
+    "def read_me() -> object:\n    return security.current_user(), security.hmac\n",
+}
+
+
+def test_uncalled_functions_and_settings_go_with_the_imports_only_they_used() -> None:
+    files = prune.prune(_APP)
+
+    security = files["app/security.py"]
+    assert "def current_user" in security and "LIMIT = 3" in security
+    assert "admin_only" not in security and "UNUSED_LIMIT" not in security
+    assert "def same" not in security
+    assert "import functools" not in security  # only admin_only used it
+    assert "import hmac" in security  # another module reaches it as security.hmac
+    assert "\n\n\n\n" not in security  # what went leaves no gap
+    # route handlers are the framework's to call; a module never loses all it defines
+    assert files["app/routers/users.py"] == _APP["app/routers/users.py"]
+    assert files["app/redirects.py"] == _APP["app/redirects.py"]
+    ast.parse(security)
+
+
+_DEFINED = re.compile(r"^(?:def|async def)\s+(\w+)|^([A-Z][A-Z0-9_]+)\s*=", re.MULTILINE)
+
+
+def test_no_drafted_app_defines_what_it_never_uses_in_its_check_and_data_modules() -> None:
+    """Every rendering (secure, vulnerable, each trap) of 42 drafts, two of every family."""
+    requests = author.plan(config.FactoryConfig(count=42, seed=17))
+    unused = collections.Counter()
+    for request in requests:
+        mutation = mutator.mutate(author.TemplateAuthor().draft(request))
+        for rendered in (mutation.fixed, mutation.vulnerable, *mutation.traps.values()):
+            counts = collections.Counter(re.findall(r"\w+", "\n".join(rendered.files.values())))
+            for path, text in rendered.files.items():
+                if path.count("/") != 1 or path in ("app/main.py", "app/redirects.py"):
+                    continue
+                for match in _DEFINED.finditer(text):
+                    name = match.group(1) or match.group(2)
+                    if counts[name] == 1:
+                        unused[(request.family, path, name)] += 1
+    assert not unused, unused
