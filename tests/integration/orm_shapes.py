@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from a01gym.factory import author, compiler, config, styles
+from a01gym.factory.spec import Layout
 from a01gym.factory.styles import orm_relationship
 from a01gym.scenario.bundle import Bundle
 
@@ -19,6 +20,7 @@ def relationship_bundle(
     cfg = config.FactoryConfig(count=60, families=[family], seed=5)
     for request in author.plan(cfg):
         spec = styles.restyled(author.TemplateAuthor().draft(request), "sqlalchemy")
+        spec = spec.model_copy(update={"layout": Layout()})  # callers read app/repository.py
         if (
             site in spec.bug.sites
             and (trap is None or trap in spec.traps)

@@ -99,7 +99,7 @@ def test_connecting_snippets_run_as_written(served: str) -> None:
     ws_snippet, resume_snippet, mcp_snippet = _snippets(ROOT / "docs" / "connecting.md")
     out = _run(ws_snippet, served)
     assert "## Budget and grading" in out
-    assert "app/routers/records.py (lines 1-" in out
+    assert "app/main.py (lines 1-" in out  # the entrypoint: in every layout
     assert re.search(r"^0\.0 \{", out, re.MULTILINE), out
     out = _run(resume_snippet, served)
     assert out.splitlines()[:2] == ["list_files", "0.0"], out  # the same episode, then graded

@@ -13,8 +13,7 @@ calling the one check that used a helper left it uncalled in the vulnerable app 
 calls, nor ``main.py``), and then the imports only they used, so neither the skeleton nor the
 bug leaves a dead helper: an allow-list the vulnerable redirect never reads
 (``TRUSTED_REDIRECT_HOSTS``) is not there either, and a fix that needs a removed check writes
-it (the reference fix restores it). It reads the code as tokens and a syntax tree, never
-running it.
+it (the reference fix restores it). It reads the code's syntax tree, never running it.
 """
 
 from __future__ import annotations
@@ -23,9 +22,7 @@ import ast
 import collections
 import dataclasses
 import functools
-import io
 import re
-import tokenize
 
 __all__ = ["prune"]
 
@@ -76,7 +73,7 @@ _TOP = re.compile(r"^(?:def|async def)\s+(\w+)|^([A-Z][A-Z0-9_]+)\s*=", re.MULTI
 
 @dataclasses.dataclass(frozen=True)
 class _Names:
-    """A module's name tokens, counted, and its ``name.attribute`` pairs."""
+    """A module's names, counted, and its ``name.attribute`` pairs."""
 
     counts: collections.Counter[str]
     dotted: frozenset[tuple[str, str]]
@@ -84,20 +81,30 @@ class _Names:
     @staticmethod
     @functools.lru_cache(maxsize=4096)
     def of(text: str) -> _Names:
-        """Memoised: a scenario renders its app 6-10 times (fixed, vulnerable, each trap), and
+        """Read from the syntax tree, not tokens: a name used only inside an f-string
+        (``f"sqlite:///{config.DB_PATH}"``) is one token of a string before Python 3.12.
+        Memoised: a scenario renders its app 6-10 times (fixed, vulnerable, each trap), and
         most modules are the same text in all of them."""
-        tokens = [
-            t
-            for t in tokenize.generate_tokens(io.StringIO(text).readline)
-            if t.type in (tokenize.NAME, tokenize.OP)
-        ]
-        counts = collections.Counter(t.string for t in tokens if t.type == tokenize.NAME)
-        dotted = frozenset(
-            (a.string, c.string)
-            for a, b, c in zip(tokens, tokens[1:], tokens[2:], strict=False)
-            if a.type == tokenize.NAME and b.string == "." and c.type == tokenize.NAME
-        )
-        return _Names(counts, dotted)
+        counts: collections.Counter[str] = collections.Counter()
+        dotted = set()
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Name):
+                counts[node.id] += 1
+            elif isinstance(node, ast.Attribute):
+                counts[node.attr] += 1
+                if isinstance(node.value, ast.Name):
+                    dotted.add((node.value.id, node.attr))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                counts[node.name] += 1
+            elif isinstance(node, ast.alias):
+                counts.update(node.name.split("."))
+                if node.asname:
+                    counts[node.asname] += 1
+            elif isinstance(node, (ast.arg, ast.keyword)) and node.arg:
+                counts[node.arg] += 1
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                counts.update(node.names)
+        return _Names(counts, frozenset(dotted))
 
 
 def _defines(text: str) -> bool:

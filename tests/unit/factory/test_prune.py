@@ -6,6 +6,9 @@ from __future__ import annotations
 import ast
 import collections
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 from a01gym.factory import author, config, mutator, prune
 
@@ -57,3 +60,32 @@ def test_no_drafted_app_defines_what_it_never_uses_in_its_check_and_data_modules
                     if counts[name] == 1:
                         unused[(request.family, path, name)] += 1
     assert not unused, unused
+
+
+def test_no_rendering_names_what_it_does_not_define(tmp_path: Path) -> None:
+    """Pruning and layouts rewrite code they never run, so a static check stands in for
+    running it: ruff's undefined-name rule over every rendering of 42 drafts (two of every
+    family, drawn layouts included). A name used only inside an f-string once lost its import.
+    The deny-all trap is left out: its handlers raise where the check was, before code that
+    reads what they no longer load (unreachable, rendered so before pruning existed)."""
+    requests = author.plan(config.FactoryConfig(count=42, seed=23))
+    for request in requests:
+        mutation = mutator.mutate(author.TemplateAuthor().draft(request))
+        renderings = {"fixed": mutation.fixed, "vulnerable": mutation.vulnerable}
+        renderings |= {
+            f"trap-{name}": app for name, app in mutation.traps.items() if name != "deny_all"
+        }
+        for name, rendered in renderings.items():
+            for path, text in rendered.files.items():
+                target = tmp_path / f"{request.index}-{name}" / path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(text)
+    ruff = Path(sys.executable).with_name("ruff")
+    done = subprocess.run(
+        [str(ruff), "check", "--no-cache", "--isolated", "--select", "F821", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert len(list(tmp_path.rglob("*.py"))) > 42 * 2 * 20
