@@ -317,7 +317,8 @@ class RecordRoutes(RenderHost):
                     )
                 )
         out = [re.sub(r"\n\n(    repository\.audit)", r"\n\1", text) for text in out]
-        imports = self._record_imports("\n\n\n".join(out))
+        # the module-level guards use modules too (policy, when no handler reads it any more)
+        imports = self._record_imports("\n\n\n".join([*self._record_helpers, *out]))
         head = self.t(
             '''
             """$label records: list, search, create, read, update, archive, delete."""
