@@ -36,9 +36,13 @@ def test_an_unused_helper_points_at_its_file() -> None:
         "app/tokens.py": "def _signature_ok(token):\n    return True\n",
     }
     probe = giveaways.PROBES["unused_helper"]
-    assert probe(_drafts(1)[0], [files], 0) == "app/tokens.py"
+    drafts = _drafts(12)
+    assert probe(drafts[0], [files], 0) == "app/tokens.py"
+    # two files with one: a draw per scenario, never the order of the files' names
     files["app/auth.py"] += "\n\nTRUSTED_HOSTS = ()\n"
-    assert probe(_drafts(1)[0], [files], 0) == "app/auth.py"
+    named = [probe(draft, [files], 0) for draft in drafts]
+    assert named == [probe(draft, [files], 0) for draft in drafts]
+    assert set(named) == {"app/auth.py", "app/tokens.py"}, named
 
 
 def test_a_function_lacking_its_siblings_check_points_at_its_file() -> None:
