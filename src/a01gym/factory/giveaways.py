@@ -121,14 +121,10 @@ def _nearest_diff(bundle: Bundle, population: Sequence[dict[str, str]], own: int
             best, best_same = other, same
     if best is None:
         return None
-    texts = set(best.values())
+    texts, own = set(best.values()), set(mine.values())
     counterparts = _paired(
         {path: text for path, text in mine.items() if path not in best and text not in texts},
-        {
-            path: text
-            for path, text in best.items()
-            if path not in mine and text not in set(mine.values())
-        },
+        {path: text for path, text in best.items() if path not in mine and text not in own},
     )
 
     def counterpart(path: str, text: str) -> str:
