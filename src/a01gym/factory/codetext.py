@@ -5,10 +5,11 @@
 
 from __future__ import annotations
 
+import ast
 import string
 import textwrap
 
-__all__ = ["block", "indent"]
+__all__ = ["block", "first_line", "indent"]
 
 
 def block(template: str, **values: object) -> str:
@@ -19,3 +20,8 @@ def block(template: str, **values: object) -> str:
 def indent(text: str, spaces: int) -> str:
     """Indent every non-empty line of ``text`` by ``spaces``."""
     return textwrap.indent(text, " " * spaces)
+
+
+def first_line(statement: ast.stmt) -> int:
+    """The line a statement starts on, its decorators included (``lineno`` is the ``def``)."""
+    return min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", []))])

@@ -28,6 +28,7 @@ import sys
 import tokenize
 import typing
 
+from a01gym.factory.codetext import first_line
 from a01gym.factory.spec import Layout
 
 __all__ = ["LAYOUT_SHARE", "LayoutError", "apply", "canonical", "draw"]
@@ -255,8 +256,7 @@ def _split(path: str, text: str) -> tuple[str, list[ast.stmt], str]:
     if not statements:
         return doc, imports, ""
     first = statements[0]
-    line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", []))])
-    return doc, imports, "".join(text.splitlines(keepends=True)[line - 1 :])
+    return doc, imports, "".join(text.splitlines(keepends=True)[first_line(first) - 1 :])
 
 
 def _defined(body: str) -> set[str]:

@@ -24,6 +24,8 @@ import dataclasses
 import functools
 import re
 
+from a01gym.factory.codetext import first_line
+
 __all__ = ["prune"]
 
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]+$")
@@ -192,10 +194,7 @@ def _tidy(text: str) -> str:
         None,
     )
     lines = text.splitlines(keepends=True)
-    header_end = 0
-    if first is not None:
-        decorators = getattr(first, "decorator_list", [])
-        header_end = min([first.lineno, *(d.lineno for d in decorators)]) - 1
+    header_end = first_line(first) - 1 if first is not None else 0
     out: list[str] = []
     blank = 0
     for index, line in enumerate(lines):
