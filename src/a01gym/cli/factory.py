@@ -194,6 +194,18 @@ def _summary_table(summary: pipeline.BuildSummary) -> None:
         reasons = ", ".join(f"{k} ×{v}" for k, v in sorted(stats.reasons.items()))
         table.add_row(family, str(stats.admitted), str(stats.rejected), reasons or "-")
     _err.print(table)
+    verdict = summary.giveaways
+    if verdict is not None:
+        failed = ", ".join(f"{family} {probe}" for family, probe in verdict.failures)
+        _err.print(
+            f"giveaway gate ({verdict.mode}, {verdict.scenarios} scenarios in the cache): "
+            + (
+                f"[red]far above chance: {failed}[/red]; {len(verdict.removed)} removed"
+                if failed
+                else "no family's bug found far above chance"
+            )
+            + " (a01gym factory giveaways CACHE for the rates)"
+        )
 
 
 @app.command("list")

@@ -37,6 +37,7 @@ from a01gym.factory import (
     styles,
 )
 from a01gym.factory.codetext import block as _block
+from a01gym.factory.codetext import tidy
 from a01gym.factory.families import FamilyApp, Mode
 from a01gym.factory.families.f17_forced_browsing import guard as debug_guard
 from a01gym.factory.spec import ScenarioSpec
@@ -151,10 +152,7 @@ class _Renderer(
         files["app/main.py"] = self.main()
         files = prune.prune(self.style.finish(self, files))
         files = layout.apply(self.spec.layout, files)
-        files = {
-            path: "\n".join(line.rstrip() for line in text.rstrip().splitlines()) + "\n"
-            for path, text in files.items()
-        }
+        files = {path: tidy(text) for path, text in files.items()}
         return RenderedApp(files=files, routes=sorted(set(self.routes)))
 
     def main(self) -> str:

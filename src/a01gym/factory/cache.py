@@ -182,6 +182,13 @@ class ScenarioCache(scenario_cache.ScenarioCache):
             )
         return entry
 
+    def remove(self, digest: str) -> None:
+        """Take an admitted scenario out (the giveaway gate's verdict on its family): the row
+        first, so a crash in between leaves an unindexed directory that :meth:`repair` removes."""
+        with contextlib.closing(self._connect(create=True)) as connection, connection:
+            connection.execute("DELETE FROM scenarios WHERE hash = ?", [digest])
+        shutil.rmtree(self.entries_dir / digest, ignore_errors=True)
+
     def reject(self, rejection: Rejection) -> None:
         """Record a rejected candidate."""
         row = rejection.model_dump()

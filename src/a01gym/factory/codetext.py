@@ -1,4 +1,5 @@
-"""Source-text helpers for the app generator: dedent + ``$name`` substitution, indentation.
+"""Source-text helpers for the app generator: dedent + ``$name`` substitution, indentation,
+and the final tidy of a generated module's blank lines.
 
 ``string.Template`` is used because generated Python is full of braces and rarely uses ``$``.
 """
@@ -6,10 +7,14 @@
 from __future__ import annotations
 
 import ast
+import functools
+import io
+import re
 import string
 import textwrap
+import tokenize
 
-__all__ = ["block", "first_line", "indent"]
+__all__ = ["block", "first_line", "indent", "tidy"]
 
 
 def block(template: str, **values: object) -> str:
@@ -25,3 +30,37 @@ def indent(text: str, spaces: int) -> str:
 def first_line(statement: ast.stmt) -> int:
     """The line a statement starts on, its decorators included (``lineno`` is the ``def``)."""
     return min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", []))])
+
+
+_LOOSE = re.compile(r"\n\n\n+[ \t]|\n\n\n\n")
+
+
+@functools.lru_cache(maxsize=4096)
+def tidy(text: str) -> str:
+    """``text`` with trailing spaces gone and blank-line runs as a formatter leaves them: at
+    most one before an indented line, two before a top-level one.
+
+    Templates leave a run where an optional block renders empty, and where a mode drops a
+    check: two blank lines in a class where the secure app had a method told an agent where the
+    bug was (issue 28). Lines inside a multi-line string are kept as written. Memoised: a
+    scenario renders its app 6-10 times and most modules are the same text in all of them."""
+    lines = [line.rstrip() for line in text.rstrip().splitlines()]
+    tidied = "\n".join(lines) + "\n"
+    if not _LOOSE.search(tidied):
+        return tidied
+    inside: set[int] = set()  # 1-based rows that continue a multi-line string
+    for token in tokenize.generate_tokens(io.StringIO(tidied).readline):
+        if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+            inside.update(range(token.start[0] + 1, token.end[0] + 1))
+    out: list[str] = []
+    blank = 0
+    for row, line in enumerate(lines, start=1):
+        if not line and row not in inside:
+            blank += 1
+            continue
+        if blank:
+            keep = blank if row in inside else min(blank, 1 if line[:1] in " \t" else 2)
+            out += [""] * keep
+            blank = 0
+        out.append(line)
+    return "\n".join(out) + "\n"

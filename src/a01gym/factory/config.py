@@ -16,7 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from a01gym.errors import ConfigError
-from a01gym.factory import domains, families
+from a01gym.factory import domains, families, giveaways
 
 __all__ = [
     "AuthorConfig",
@@ -91,6 +91,25 @@ class GateConfig(_Model):
 
     workers: int = Field(2, ge=1, le=256, description="Concurrent sandbox verifications.")
     enabled: bool = Field(True, description="Off only for offline dry runs; nothing is admitted.")
+    giveaways: Literal["off", "report", "reject"] = Field(
+        "reject",
+        description="The giveaway gate, after the candidates' own gates: the shortcut probes "
+        "run over the whole cache, and a family whose bug one finds far above chance has this "
+        "build's scenarios rejected (report: only listed in the summary).",
+    )
+    giveaway_probes: list[str] = Field(
+        default_factory=lambda: [p for p in giveaways.PROBES if p != "largest_file"],
+        description="Probes the giveaway gate applies (all are reported). largest_file is "
+        "left out by default: the repository is the largest file of every app, bug or not.",
+    )
+
+    @field_validator("giveaway_probes")
+    @classmethod
+    def _probes(cls, value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(giveaways.PROBES))
+        if unknown:
+            raise ValueError(f"unknown probes {unknown}; known: {sorted(giveaways.PROBES)}")
+        return value
 
 
 class FactoryConfig(_Model):

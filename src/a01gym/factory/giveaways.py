@@ -385,12 +385,15 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
     return rows
 
 
-def failures(rows: Sequence[FamilyRates]) -> list[tuple[str, str]]:
-    """(family, probe) for every probe that finds a family's bug far above chance."""
+def failures(
+    rows: Sequence[FamilyRates], probes: Sequence[str] | None = None
+) -> list[tuple[str, str]]:
+    """(family, probe) for every probe (of ``probes``; default all) that finds a family's bug
+    far above chance."""
     return [
         (row.family, name)
         for row in rows
         if row.family != "ALL"
         for name, rate in row.probes.items()
-        if rate.far_above_chance
+        if rate.far_above_chance and (probes is None or name in probes)
     ]

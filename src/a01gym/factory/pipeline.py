@@ -2,7 +2,8 @@
 
 :func:`build` is what ``a01gym factory build`` runs and :func:`build_demo` what ``make demo``
 runs. Each admitted scenario is written to the cache as soon as its gates finish, so an
-interrupted build keeps everything it finished and nothing half-written.
+interrupted build keeps everything it finished and nothing half-written. The giveaway gate
+judges families, not candidates, so it runs once the candidates' own gates have finished.
 """
 
 from __future__ import annotations
@@ -21,15 +22,24 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from a01gym.errors import ScenarioError
-from a01gym.factory import compiler, gates, split
+from a01gym.factory import compiler, gates, giveaways, split
 from a01gym.factory.author import Author, AuthorError, DraftRequest, TemplateAuthor, plan
 from a01gym.factory.cache import Provenance, ScenarioCache
-from a01gym.factory.config import FactoryConfig, SplitConfig
+from a01gym.factory.config import FactoryConfig, GateConfig, SplitConfig
 from a01gym.sandbox.host.backend import SandboxBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.cache import Rejection
 
-__all__ = ["BuildSummary", "FamilyStats", "ProgressFn", "build", "build_demo", "make_author"]
+__all__ = [
+    "BuildSummary",
+    "FamilyStats",
+    "GiveawayVerdict",
+    "ProgressFn",
+    "build",
+    "build_demo",
+    "giveaway_gate",
+    "make_author",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +55,17 @@ class FamilyStats(BaseModel):
     reasons: dict[str, int] = Field(default_factory=dict)
 
 
+class GiveawayVerdict(BaseModel):
+    """The giveaway gate's run over a cache (:mod:`a01gym.factory.giveaways`)."""
+
+    mode: str = Field(description="report | reject (GateConfig.giveaways).")
+    probes: list[str] = Field(description="The probes the gate applies.")
+    scenarios: int = Field(description="Scenarios probed: the whole cache, both splits.")
+    families: list[giveaways.FamilyRates]
+    failures: list[tuple[str, str]] = Field(description="(family, probe) far above chance.")
+    removed: list[str] = Field(default_factory=list, description="Hashes this build lost.")
+
+
 class BuildSummary(BaseModel):
     """What a build did."""
 
@@ -56,6 +77,7 @@ class BuildSummary(BaseModel):
     per_family: dict[str, FamilyStats]
     domains: list[str]
     hashes: list[str]
+    giveaways: GiveawayVerdict | None = None
 
     @property
     def yield_(self) -> float:
@@ -188,6 +210,7 @@ async def build(
     requests = plan(config) if requests is None else requests
     stats: dict[str, FamilyStats] = collections.defaultdict(FamilyStats)
     hashes: list[str] = []
+    families_of: dict[str, str] = {}
     domains: set[str] = set()
     gate_started: float | None = None
     gated = 0
@@ -223,6 +246,7 @@ async def build(
             )
             stats[labels["family"]].admitted += 1
             hashes.append(bundle.manifest.content_hash)
+            families_of[bundle.manifest.content_hash] = labels["family"]
             domains.add(labels["domain"])
         else:
             logger.info("candidate %d rejected: %s", candidate.request.index, report.reason)
@@ -265,6 +289,15 @@ async def build(
             for task in work:
                 task.cancel()
             await asyncio.gather(*work, return_exceptions=True)
+        verdict = None
+        if hashes and config.gates.giveaways != "off":
+            verdict = giveaway_gate(cache, config.gates, hashes, provenance)
+            for digest in verdict.removed:
+                hashes.remove(digest)
+                family = stats[families_of[digest]]
+                family.admitted -= 1
+                family.rejected += 1
+                family.reasons["giveaways"] = family.reasons.get("giveaways", 0) + 1
     admitted = sum(s.admitted for s in stats.values())
     finished = time.perf_counter()
     return BuildSummary(
@@ -276,7 +309,65 @@ async def build(
         per_family=dict(sorted(stats.items())),
         domains=sorted(domains),
         hashes=sorted(hashes),
+        giveaways=verdict,
     )
+
+
+def giveaway_gate(
+    cache: ScenarioCache, config: GateConfig, hashes: list[str], provenance: Provenance
+) -> GiveawayVerdict:
+    """Run the giveaway probes over the whole cache (an agent meets every episode of it, and
+    the nearest-app diff compares with all of them) and, in ``reject`` mode, take this
+    build's scenarios (``hashes``) of each failing family out, each recorded as a rejection.
+
+    A family needs ~6 scenarios in the cache before a probe can be judged far above chance
+    (``giveaways.ProbeRate.p_value``), so a small build only reports. Probing a few hundred
+    scenarios takes about a minute."""
+    entries = cache.entries()
+    rows = giveaways.report([cache.load(entry.hash) for entry in entries])
+    failed = giveaways.failures(rows, config.giveaway_probes)
+    verdict = GiveawayVerdict(
+        mode=config.giveaways,
+        probes=config.giveaway_probes,
+        scenarios=len(entries),
+        families=rows,
+        failures=failed,
+    )
+    if config.giveaways != "reject" or not failed:
+        return verdict
+    why: dict[str, list[str]] = collections.defaultdict(list)
+    by_family = {row.family: row for row in rows}
+    for family, probe in failed:
+        rate = by_family[family].probes[probe]
+        why[family].append(
+            f"{probe} names the fixed file in {rate.hits} of {rate.scenarios} "
+            f"({rate.ratio:.1f}x chance {rate.chance:.2f})"
+        )
+    ours = set(hashes)
+    for entry in entries:
+        if entry.hash not in ours or entry.family not in why:
+            continue
+        cache.remove(entry.hash)
+        verdict.removed.append(entry.hash)
+        cache.reject(
+            Rejection(
+                spec_sha256=entry.spec_sha256,
+                family=entry.family,
+                domain=entry.domain,
+                stage="giveaways",
+                reason=f"giveaways: family {entry.family} fails: " + "; ".join(why[entry.family]),
+                author=provenance.author,
+                model=provenance.model,
+                config_hash=provenance.config_hash,
+                created_at=time.time(),
+            )
+        )
+    logger.warning(
+        "giveaway gate: %s; %d scenarios of this build removed",
+        ", ".join(f"{f} {p}" for f, p in failed),
+        len(verdict.removed),
+    )
+    return verdict
 
 
 async def _all_or_none(work: list[Any]) -> None:

@@ -60,7 +60,7 @@ class Rejection(BaseModel):
     spec_sha256: str | None
     family: str
     domain: str
-    stage: str = Field(description="author | compile | gates")
+    stage: str = Field(description="author | compile | gates | giveaways")
     reason: str
     author: str
     model: str | None

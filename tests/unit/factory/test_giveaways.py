@@ -161,3 +161,48 @@ def test_cli_reports_a_caches_giveaways_and_fails_strictly_on_one(
     assert "largest_file" in strict.output  # the table
     missing = CliRunner().invoke(app, ["giveaways", str(tmp_path / "nowhere")])
     assert missing.exit_code == 1 and "no scenario cache" in missing.output
+
+
+def test_the_build_gate_rejects_this_builds_scenarios_of_a_family_a_probe_finds(
+    tmp_path: Path,
+) -> None:
+    """``pipeline.giveaway_gate`` over a cache filled without sandboxes (the gate reads only
+    workspaces and labels). F07's fix is in the repository, the largest file of every app, so
+    ``largest_file`` finds it in every scenario: a gate that applies it rejects F07 (only the
+    build's own scenarios) and the default probes, which leave it out, do not."""
+    from a01gym.factory import pipeline
+    from a01gym.factory.cache import Provenance, ScenarioCache
+
+    cfg = config.FactoryConfig(count=16, seed=28, families=["F01", "F07"])
+    bundles = [compiler.compile_bundle(author.TemplateAuthor().draft(r)) for r in author.plan(cfg)]
+    cache = ScenarioCache(tmp_path / "cache")
+    provenance = Provenance(author="template", config_hash="x")
+    with cache.writer():
+        for bundle in bundles:
+            cache.add(bundle, split="train", validation={}, provenance=provenance)
+    f07 = sorted(b.manifest.content_hash for b in bundles if b.hidden.labels["family"] == "F07")
+    built = [*f07[:5], *(b.manifest.content_hash for b in bundles[:2])]
+
+    with cache.writer():
+        default = pipeline.giveaway_gate(cache, config.GateConfig(), built, provenance)
+        report = pipeline.giveaway_gate(
+            cache,
+            config.GateConfig(giveaways="report", giveaway_probes=["largest_file"]),
+            built,
+            provenance,
+        )
+        strict = config.GateConfig(giveaway_probes=["largest_file"])
+        verdict = pipeline.giveaway_gate(cache, strict, built, provenance)
+
+    assert ("F07", "largest_file") not in default.failures and not default.removed
+    assert report.failures == [("F07", "largest_file")] and not report.removed
+    assert verdict.failures == [("F07", "largest_file")]
+    assert sorted(verdict.removed) == sorted(set(built) & set(f07))
+    left = {entry.hash for entry in cache.entries()}
+    assert left == {b.manifest.content_hash for b in bundles} - set(verdict.removed)
+    (rejection,) = {r.reason: r for r in cache.rejections()}.values()
+    assert rejection.stage == "giveaways" and "largest_file names the fixed file in 8 of 8" in (
+        rejection.reason
+    )
+    with pytest.raises(ValueError, match="unknown probes"):
+        config.GateConfig(giveaway_probes=["biggest"])
