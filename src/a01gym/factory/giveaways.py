@@ -67,6 +67,7 @@ from a01gym.scenario.bundle import Bundle
 __all__ = [
     "GATE_ALPHA",
     "GATE_FACTOR",
+    "GATE_MIN_SCENARIOS",
     "PROBES",
     "FamilyRates",
     "ProbeRate",
@@ -284,6 +285,10 @@ GATE_FACTOR = 2.0
 """A probe may find a family's bug up to this many times as often as chance (issue 28)."""
 GATE_ALPHA = 0.01
 """...unless its hits would happen less often than this to a probe that good."""
+GATE_MIN_SCENARIOS = 10
+"""A family is judged only with this many scenarios: with 3, three hits of three fall under
+``GATE_ALPHA`` for a probe that merely prefers the family's file (a base of 0.3, as the
+repository module has), and a small build would lose a family to luck."""
 
 
 def _tail(hits: int, trials: int, p: float) -> float:
@@ -389,11 +394,11 @@ def failures(
     rows: Sequence[FamilyRates], probes: Sequence[str] | None = None
 ) -> list[tuple[str, str]]:
     """(family, probe) for every probe (of ``probes``; default all) that finds a family's bug
-    far above chance."""
+    far above chance, in families with at least ``GATE_MIN_SCENARIOS`` scenarios."""
     return [
         (row.family, name)
         for row in rows
-        if row.family != "ALL"
+        if row.family != "ALL" and row.scenarios >= GATE_MIN_SCENARIOS
         for name, rate in row.probes.items()
         if rate.far_above_chance and (probes is None or name in probes)
     ]

@@ -123,6 +123,9 @@ def _rewrite(path: str, text: str, names: dict[str, str | None], package: str = 
     """``text`` with the ``app`` modules in ``names`` renamed (to ``None``: merged into this
     very module, whose imports go and whose ``module.`` prefixes are dropped), and
     ``app.routers`` moved to ``app.<package>``."""
+    moved = [*names, *([_PACKAGE] if package != _PACKAGE else [])]
+    if not moved or not re.search(r"\b(?:" + "|".join(map(re.escape, moved)) + r")\b", text):
+        return text  # names none of them: most files; tokenizing every file was half the cost
     tree = ast.parse(text)
     starts = [0]
     for line in text.splitlines(keepends=True):
@@ -220,7 +223,7 @@ def _merge(files: dict[str, str], src: str, dst: str) -> dict[str, str]:
         if path not in (source, target)
     }
     parts = [
-        _split(path, _rewrite(path, files[path], {src: None, dst: None}))
+        _split(path, _rewritten(path, files[path], ((dst, None), (src, None)), _PACKAGE))
         for path in (target, source)
     ]
     (doc, imports, body), (src_doc, src_imports, src_body) = parts

@@ -320,9 +320,9 @@ def giveaway_gate(
     the nearest-app diff compares with all of them) and, in ``reject`` mode, take this
     build's scenarios (``hashes``) of each failing family out, each recorded as a rejection.
 
-    A family needs ~6 scenarios in the cache before a probe can be judged far above chance
-    (``giveaways.ProbeRate.p_value``), so a small build only reports. Probing a few hundred
-    scenarios takes about a minute."""
+    A family is judged once the cache holds ``giveaways.GATE_MIN_SCENARIOS`` of it (a few
+    hundred scenarios over every family), so a small build only reports. Probing a few
+    hundred scenarios takes about a minute."""
     entries = cache.entries()
     rows = giveaways.report([cache.load(entry.hash) for entry in entries])
     failed = giveaways.failures(rows, config.giveaway_probes)

@@ -134,6 +134,9 @@ def test_a_family_fails_only_when_its_hits_are_far_above_chance() -> None:
     assert giveaways._tail(14, 14, 0.5) == pytest.approx(0.5**14)
     assert giveaways.failures([row(2)]) == []
     assert giveaways.failures([row(8)]) == [("F99", "largest_file")]
+    # a family of 9 is not judged, however many hits (3 of 3 fall under GATE_ALPHA)
+    small = row(8).model_copy(update={"scenarios": giveaways.GATE_MIN_SCENARIOS - 1})
+    assert giveaways.failures([small]) == []
     assert row(2).probes["largest_file"].p_value == pytest.approx(0.31, abs=0.01)
 
 
@@ -142,8 +145,8 @@ def test_cli_reports_a_caches_giveaways_and_fails_strictly_on_one(
 ) -> None:
     """``a01gym factory giveaways``: the report of :func:`giveaways.report` over a cache, and
     ``--strict`` exits 1 on a family whose bug a probe finds far above chance. F07's fix is in
-    ``app/repository.py``, the largest file of every app (docs/families.md): 8 of 8 found."""
-    cfg = config.FactoryConfig(count=16, seed=28, families=["F07", "F18"])
+    ``app/repository.py``, the largest file of every app (docs/families.md): 10 of 10 found."""
+    cfg = config.FactoryConfig(count=20, seed=28, families=["F07", "F18"])
     bundles = [compiler.compile_bundle(author.TemplateAuthor().draft(r)) for r in author.plan(cfg)]
     cache = cache_of(tmp_path / "cache", bundles)
     result = CliRunner().invoke(app, ["giveaways", str(cache.root), "--json"])
@@ -169,21 +172,27 @@ def test_the_build_gate_rejects_this_builds_scenarios_of_a_family_a_probe_finds(
     """``pipeline.giveaway_gate`` over a cache filled without sandboxes (the gate reads only
     workspaces and labels). F07's fix is in the repository, the largest file of every app, so
     ``largest_file`` finds it in every scenario: a gate that applies it rejects F07 (only the
-    build's own scenarios) and the default probes, which leave it out, do not."""
+    build's own scenarios) once the cache holds ten of it, and the default probes, which leave
+    it out, do not."""
     from a01gym.factory import pipeline
     from a01gym.factory.cache import Provenance, ScenarioCache
 
-    cfg = config.FactoryConfig(count=16, seed=28, families=["F01", "F07"])
+    cfg = config.FactoryConfig(count=22, seed=28, families=["F01", "F07"])
     bundles = [compiler.compile_bundle(author.TemplateAuthor().draft(r)) for r in author.plan(cfg)]
+    f07 = sorted(b.manifest.content_hash for b in bundles if b.hidden.labels["family"] == "F07")
+    assert len(f07) == 11
     cache = ScenarioCache(tmp_path / "cache")
     provenance = Provenance(author="template", config_hash="x")
-    with cache.writer():
-        for bundle in bundles:
-            cache.add(bundle, split="train", validation={}, provenance=provenance)
-    f07 = sorted(b.manifest.content_hash for b in bundles if b.hidden.labels["family"] == "F07")
+    strict = config.GateConfig(giveaway_probes=["largest_file"])
     built = [*f07[:5], *(b.manifest.content_hash for b in bundles[:2])]
 
     with cache.writer():
+        for bundle in bundles:
+            if bundle.manifest.content_hash not in f07[9:]:
+                cache.add(bundle, split="train", validation={}, provenance=provenance)
+        nine = pipeline.giveaway_gate(cache, strict, built, provenance)
+        for bundle in bundles:
+            cache.add(bundle, split="train", validation={}, provenance=provenance)
         default = pipeline.giveaway_gate(cache, config.GateConfig(), built, provenance)
         report = pipeline.giveaway_gate(
             cache,
@@ -191,9 +200,10 @@ def test_the_build_gate_rejects_this_builds_scenarios_of_a_family_a_probe_finds(
             built,
             provenance,
         )
-        strict = config.GateConfig(giveaway_probes=["largest_file"])
         verdict = pipeline.giveaway_gate(cache, strict, built, provenance)
 
+    f07_rates = {row.family: row for row in nine.families}["F07"]
+    assert f07_rates.probes["largest_file"].hits == 9 and not nine.failures  # too few to judge
     assert ("F07", "largest_file") not in default.failures and not default.removed
     assert report.failures == [("F07", "largest_file")] and not report.removed
     assert verdict.failures == [("F07", "largest_file")]
@@ -201,7 +211,7 @@ def test_the_build_gate_rejects_this_builds_scenarios_of_a_family_a_probe_finds(
     left = {entry.hash for entry in cache.entries()}
     assert left == {b.manifest.content_hash for b in bundles} - set(verdict.removed)
     (rejection,) = {r.reason: r for r in cache.rejections()}.values()
-    assert rejection.stage == "giveaways" and "largest_file names the fixed file in 8 of 8" in (
+    assert rejection.stage == "giveaways" and "largest_file names the fixed file in 11 of 11" in (
         rejection.reason
     )
     with pytest.raises(ValueError, match="unknown probes"):
