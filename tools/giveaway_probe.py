@@ -4,7 +4,7 @@
 
 Drafts are compiled, never gated: the code an agent reads is fixed at compile time. Prints one
 line per family: each probe's hit rate, chance, and their ratio (the issue's target: within 2×),
-marked ``!`` where the hits are far above that (``giveaways.failures``), and the probe's base
+marked ``!`` where the hits are far above that (``giveaway_gate.failures``), and the probe's base
 (how often it names the same files in other families' apps), marked ``*`` where the hits are
 far above the base too (the bug itself draws the probe); then the failures.
 """
@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-from a01gym.factory import author, compiler, config, giveaways
+from a01gym.factory import author, compiler, config, giveaway_gate
 
 
 def main() -> None:
@@ -26,17 +26,14 @@ def main() -> None:
     args = parser.parse_args()
     cfg = config.FactoryConfig(count=args.count, seed=args.seed)
     bundles = [compiler.compile_bundle(author.TemplateAuthor().draft(r)) for r in author.plan(cfg)]
-    rows = giveaways.report(bundles)
+    rows = giveaway_gate.report(bundles)
     for row in rows:
-        cells = "  ".join(
-            f"{name} {p.rate:.2f}/{p.chance:.2f}={p.ratio:.1f}x{'!' if p.far_above_chance else ''}"
-            f" base {p.base:.2f}{'*' if p.far_above_base else ''}"
-            for name, p in row.probes.items()
-        )
+        cells = "  ".join(f"{name} {p.cell()}" for name, p in row.probes.items())
         print(f"{row.family:4} n={row.scenarios:3}  {cells}")
-    failed = giveaways.failures(rows)
+    failed = giveaway_gate.failures(rows)
     print(
-        f"far above {giveaways.GATE_FACTOR:g}x chance (p < {giveaways.GATE_ALPHA:g}, marked !): "
+        f"far above {giveaway_gate.GATE_FACTOR:g}x chance "
+        f"(p < {giveaway_gate.GATE_ALPHA:g}, marked !): "
         + (", ".join(f"{family} {probe}" for family, probe in failed) or "none")
     )
     if args.json_out:

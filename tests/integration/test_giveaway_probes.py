@@ -3,7 +3,7 @@ a family's own files from pointing at its bug (issue 28, items 1 and 3).
 
 The template author's 300 drafts of a build over every family and domain, compiled (no
 sandbox: the code an agent reads is fixed at compile time), rated by
-:func:`a01gym.factory.giveaways.report`, once as built and once as every app was before those
+:func:`a01gym.factory.giveaway_gate.report`, once as built and once as every app was before those
 items: no companion families and the skeleton's own layout. ~3 min on one core.
 
 The bounds are a ratchet at the figures measured on 2026-11-29 (seed 28), re-set when apps
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import pytest
 
-from a01gym.factory import author, compiler, config, families, giveaways
-from a01gym.factory.giveaways import FamilyRates
+from a01gym.factory import author, compiler, config, families, giveaway_gate
+from a01gym.factory.giveaway_gate import FamilyRates
 from a01gym.factory.spec import Layout, ScenarioSpec
 
 COUNT = 300
@@ -40,7 +40,7 @@ def specs() -> list[ScenarioSpec]:
 
 
 def _rates(specs: list[ScenarioSpec]) -> dict[str, FamilyRates]:
-    rows = giveaways.report([compiler.compile_bundle(spec) for spec in specs])
+    rows = giveaway_gate.report([compiler.compile_bundle(spec) for spec in specs])
     return {row.family: row for row in rows}
 
 
@@ -70,7 +70,7 @@ def test_companions_and_layouts_cut_the_nearest_app_diff_probe_to_near_chance(
         if family != "ALL"
     )
     assert worst[0] <= 7.5, worst  # F18: 4 of 14 (one hit is 1.8x chance)
-    assert not [f for f in giveaways.failures(list(built.values())) if f[1] == "nearest_diff"]
+    assert not [f for f in giveaway_gate.failures(list(built.values())) if f[1] == "nearest_diff"]
     # no app defines a helper it never uses: nothing for the helper probe to find
     assert built["ALL"].probes["unused_helper"].hits == 0
 
@@ -82,7 +82,7 @@ KNOWN_FAILURES = {
     ("F07", "sibling_asymmetry"),
     ("F08", "largest_file"),
 }
-"""What the gate's test (:func:`giveaways.failures`) fails today over this build: the largest
+"""What the gate's test (:func:`giveaway_gate.failures`) fails today over this build: the largest
 file is the repository module in every app, and the repository's module-level helpers (and
 the feed router's handlers) differ in which use a check, so both probes point there in many
 apps, bug or not (docs/families.md). A ratchet: nothing may join them."""
@@ -90,7 +90,7 @@ apps, bug or not (docs/families.md). A ratchet: nothing may join them."""
 
 def test_the_gate_fails_no_family_beyond_the_known_ones(specs: list[ScenarioSpec]) -> None:
     rows = list(_rates(specs).values())
-    failed = set(giveaways.failures(rows))
+    failed = set(giveaway_gate.failures(rows))
     assert failed <= KNOWN_FAILURES, failed - KNOWN_FAILURES
     assert ("F07", "largest_file") in failed  # the test can see a failure: F07's is 14 of 14
     by_family = {row.family: row for row in rows}
@@ -101,4 +101,4 @@ def test_the_gate_fails_no_family_beyond_the_known_ones(specs: list[ScenarioSpec
     for row in rows:
         for name, rate in row.probes.items():
             if row.family != "ALL" and (row.family, name) not in failed:
-                assert rate.p_value >= giveaways.GATE_ALPHA
+                assert rate.p_value >= giveaway_gate.GATE_ALPHA

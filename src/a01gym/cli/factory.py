@@ -21,7 +21,7 @@ from rich.table import Table
 
 from a01gym.errors import A01GymError, ConfigError
 from a01gym.factory import config as factory_config
-from a01gym.factory import diversity, gates, giveaways, pipeline
+from a01gym.factory import diversity, gates, giveaway_gate, giveaways, pipeline
 from a01gym.factory.cache import ScenarioCache
 from a01gym.factory.split import Split
 
@@ -61,6 +61,19 @@ def _progress() -> Progress:
         console=_err,
         transient=False,
     )
+
+
+def _stages(progress: Progress) -> pipeline.ProgressFn:
+    """A build's progress callback: one bar per stage (authoring, then gating)."""
+    tasks: dict[str, Any] = {}
+
+    def report(stage: str, done: int, total: int) -> None:
+        if stage not in tasks:
+            label = "authoring" if stage == "author" else "gating in sandboxes"
+            tasks[stage] = progress.add_task(label, total=total)
+        progress.update(tasks[stage], completed=done, total=total)
+
+    return report
 
 
 def _emit_json(data: Any) -> None:
@@ -142,15 +155,7 @@ def build(
             data["gates"]["workers"] = workers
         cfg = factory_config.validate_config(data)
         with _progress() as progress:
-            tasks: dict[str, Any] = {}
-
-            def report(stage: str, done: int, total: int) -> None:
-                if stage not in tasks:
-                    label = "authoring" if stage == "author" else "gating in sandboxes"
-                    tasks[stage] = progress.add_task(label, total=total)
-                progress.update(tasks[stage], completed=done, total=total)
-
-            summary = asyncio.run(pipeline.build(cfg, out, progress=report))
+            summary = asyncio.run(pipeline.build(cfg, out, progress=_stages(progress)))
         _summary_table(summary)
         if as_json:
             _emit_json(summary.model_dump() | {"yield": summary.yield_})
@@ -170,15 +175,7 @@ def _build_from_feedback(
     if not spec.orders:
         _err.print(f"{spec_path} orders nothing: every train cell is learnable or mastered")
     with _progress() as progress:
-        tasks: dict[str, Any] = {}
-
-        def report(stage: str, done: int, total: int) -> None:
-            if stage not in tasks:
-                label = "authoring" if stage == "author" else "gating in sandboxes"
-                tasks[stage] = progress.add_task(label, total=total)
-            progress.update(tasks[stage], completed=done, total=total)
-
-        return asyncio.run(jobs.run_job(spec, target, progress=report))
+        return asyncio.run(jobs.run_job(spec, target, progress=_stages(progress)))
 
 
 def _summary_table(summary: pipeline.BuildSummary) -> None:
@@ -194,17 +191,12 @@ def _summary_table(summary: pipeline.BuildSummary) -> None:
         reasons = ", ".join(f"{k} ×{v}" for k, v in sorted(stats.reasons.items()))
         table.add_row(family, str(stats.admitted), str(stats.rejected), reasons or "-")
     _err.print(table)
-    verdict = summary.giveaways
-    if verdict is not None:
+    if (verdict := summary.giveaways) is not None:
         failed = ", ".join(f"{family} {probe}" for family, probe in verdict.failures)
+        found = f"[red]{failed}[/red] far above chance, {len(verdict.removed)} removed"
         _err.print(
-            f"giveaway gate ({verdict.mode}, {verdict.scenarios} scenarios in the cache): "
-            + (
-                f"[red]far above chance: {failed}[/red]; {len(verdict.removed)} removed"
-                if failed
-                else "no family's bug found far above chance"
-            )
-            + " (a01gym factory giveaways CACHE for the rates)"
+            f"giveaway gate ({verdict.mode}, {verdict.scenarios} scenarios): "
+            f"{found if failed else 'no bug found far above chance'} (factory giveaways CACHE)"
         )
 
 
@@ -345,20 +337,16 @@ def giveaway_report(
     (needs ~10 scenarios a family to say; a few hundred scenarios take ~1 minute)."""
     with _errors():
         store = ScenarioCache(cache)
-        rows = giveaways.report([store.load(entry.hash) for entry in store.entries(split=split)])
-        failed = giveaways.failures(rows)
+        entries = store.entries(split=split)
+        rows = giveaway_gate.report([store.load(entry.hash) for entry in entries])
+        failed = giveaway_gate.failures(rows)
         if as_json:
             _emit_json({"families": [r.model_dump() for r in rows], "failures": failed})
         else:
-            title = "giveaway probes: hits / chance (ratio), ! far above; base: same files, no bug"
+            title = "giveaway probes: rate/chance=ratio (! far above), base: same files, no bug"
             table = Table("family", "scenarios", *giveaways.PROBES, title=title)
             for row in rows:
-                cells = [
-                    f"{p.rate:.2f} / {p.chance:.2f} ({p.ratio:.1f}x)"
-                    + (" !" if p.far_above_chance else "")
-                    + f", base {p.base:.2f}"
-                    for p in row.probes.values()
-                ]
+                cells = (p.cell() for p in row.probes.values())
                 table.add_row(row.family, str(row.scenarios), *cells)
             _err.print(table)
         if failed and strict:

@@ -27,22 +27,9 @@ chance, the hit rate of a file drawn at random from the app's Python files.
   policy line (the line a template would append for its bug);
 * ``largest_file``: the longest Python file (a baseline any agent can run).
 
-:func:`report` gives the rates per family; ``tools/giveaway_probe.py`` prints them for a
-population of compiled drafts (no sandbox needed: the code is fixed at compile time).
-
-The gate's question is whether a probe finds a family's bug *far* above chance, and with 14
-scenarios a family a rate is coarse: one hit is 1.6x chance, two are 3.2x, and two hits happen
-by luck to a probe no better than chance one time in eight. So a probe fails a family only if
-its hits are unlikely (one-sided binomial tail below :data:`GATE_ALPHA`) for a probe that
-finds the bug :data:`GATE_FACTOR` times as often as chance (``ProbeRate.p_value``);
-:func:`failures` lists them.
-
-Chance counts every file alike, but a probe has preferences of its own: the largest file is
-the same one whether or not the bug is in it. So each rate also has a ``base``: how often the
-probe names the same files in the *other* families' apps, where they hold no bug. A rate far
-above chance and near its base says the family's bug sits where the probe looks anyway (the
-core module every app has); a rate far above its base (``base_p_value``) says the bug itself
-draws the probe, which is the giveaway the gate is for.
+The rates against chance and the build's gate on them are in
+:mod:`a01gym.factory.giveaway_gate`; ``tools/giveaway_probe.py`` prints them for a population of
+compiled drafts (no sandbox needed: the code is fixed at compile time).
 """
 
 from __future__ import annotations
@@ -53,28 +40,13 @@ import difflib
 import hashlib
 import io
 import keyword
-import math
 import re
 import tokenize
 from collections.abc import Callable, Sequence
 
-from pydantic import BaseModel
-
-from a01gym.factory import layout
-from a01gym.factory.spec import Layout
 from a01gym.scenario.bundle import Bundle
 
-__all__ = [
-    "GATE_ALPHA",
-    "GATE_FACTOR",
-    "GATE_MIN_SCENARIOS",
-    "PROBES",
-    "FamilyRates",
-    "ProbeRate",
-    "failures",
-    "normalise",
-    "report",
-]
+__all__ = ["PROBES", "normalise", "python_files"]
 
 
 def normalise(source: str) -> str:
@@ -100,7 +72,8 @@ def normalise(source: str) -> str:
     return " ".join(out)
 
 
-def _python(bundle: Bundle) -> dict[str, str]:
+def python_files(bundle: Bundle) -> dict[str, str]:
+    """The workspace's Python files (path -> text): what every probe reads."""
     return {
         path: content.decode(errors="replace")
         for path, content in bundle.workspace.items()
@@ -279,126 +252,3 @@ PROBES: dict[str, Probe] = {
     "largest_file": _largest_file,
 }
 """Probe name -> the file it points at in one scenario of a population (None: no guess)."""
-
-
-GATE_FACTOR = 2.0
-"""A probe may find a family's bug up to this many times as often as chance (issue 28)."""
-GATE_ALPHA = 0.01
-"""...unless its hits would happen less often than this to a probe that good."""
-GATE_MIN_SCENARIOS = 10
-"""A family is judged only with this many scenarios: with 3, three hits of three fall under
-``GATE_ALPHA`` for a probe that merely prefers the family's file (a base of 0.3, as the
-repository module has), and a small build would lose a family to luck."""
-
-
-def _tail(hits: int, trials: int, p: float) -> float:
-    """P(X >= hits) for X ~ Binomial(trials, p)."""
-    p = min(1.0, p)
-    return sum(
-        math.comb(trials, k) * p**k * (1 - p) ** (trials - k) for k in range(hits, trials + 1)
-    )
-
-
-class ProbeRate(BaseModel):
-    hits: int
-    scenarios: int
-    rate: float
-    chance: float
-    ratio: float = 0.0  # rate / chance
-    p_value: float = 1.0
-    """How often a probe finding the bug ``GATE_FACTOR`` × as often as chance hits this often."""
-    base: float = 0.0
-    """How often the probe names the bug's files in the *other* families' apps, where those
-    files hold no bug: its preference for them, bug or not."""
-    lift: float | None = None  # rate / base (None: base 0)
-    base_p_value: float = 1.0
-    """As ``p_value``, against ``GATE_FACTOR`` × ``base``: small only when the bug itself
-    draws the probe to its file."""
-
-    @property
-    def far_above_chance(self) -> bool:
-        return self.p_value < GATE_ALPHA
-
-    @property
-    def far_above_base(self) -> bool:
-        return self.base_p_value < GATE_ALPHA
-
-
-class FamilyRates(BaseModel):
-    family: str
-    scenarios: int
-    probes: dict[str, ProbeRate]
-
-
-def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
-    """Each probe's hit rate per family against chance (plus an ``ALL`` row).
-
-    The same scenarios give the same report in any order: they are probed sorted by content
-    hash (the nearest app is the first of equally near ones)."""
-    bundles = sorted(bundles, key=lambda b: b.manifest.content_hash)
-    raw = [_python(b) for b in bundles]
-    population = [{p: normalise(t) for p, t in files.items()} for files in raw]
-    by_family: dict[str, list[int]] = collections.defaultdict(list)
-    for index, bundle in enumerate(bundles):
-        by_family[bundle.hidden.labels["family"]].append(index)
-    by_family["ALL"] = list(range(len(bundles)))
-    guesses = {
-        name: [
-            probe(b, population if name == "nearest_diff" else raw, i)
-            for i, b in enumerate(bundles)
-        ]
-        for name, probe in PROBES.items()
-    }
-    fixed = [set(b.hidden.reference_fix.files) for b in bundles]
-    # the base compares paths across apps in the skeleton's own layout (a layout renames them)
-    layouts = [Layout.model_validate_json(b.hidden.labels.get("layout", "{}")) for b in bundles]
-    roles = [{layout.canonical(lay, p) for p in f} for lay, f in zip(layouts, fixed, strict=True)]
-    named = {
-        name: [
-            layout.canonical(lay, g) if g else None for lay, g in zip(layouts, guessed, strict=True)
-        ]
-        for name, guessed in guesses.items()
-    }
-    chance = [len(f & set(r)) / len(r) if r else 0.0 for f, r in zip(fixed, raw, strict=True)]
-    labels = [b.hidden.labels["family"] for b in bundles]
-    elsewhere = {f: [j for j, g in enumerate(labels) if g != f] for f in set(labels)}
-    rows = []
-    for family in sorted(by_family):
-        members = by_family[family]
-        expected = sum(chance[i] for i in members) / len(members)
-        probes = {}
-        for name, guessed in guesses.items():
-            hits = sum(guessed[i] in fixed[i] for i in members)
-            rate = hits / len(members)
-            base = sum(
-                sum(named[name][j] in roles[i] for j in elsewhere[labels[i]])
-                / max(1, len(elsewhere[labels[i]]))
-                for i in members
-            ) / len(members)
-            probes[name] = ProbeRate(
-                hits=hits,
-                scenarios=len(members),
-                rate=round(rate, 3),
-                chance=round(expected, 3),
-                ratio=round(rate / expected, 2) if expected else 0.0,
-                p_value=round(_tail(hits, len(members), GATE_FACTOR * expected), 5),
-                base=round(base, 3),
-                lift=round(rate / base, 2) if base else None,
-                base_p_value=round(_tail(hits, len(members), GATE_FACTOR * base), 5),
-            )
-        rows.append(FamilyRates(family=family, scenarios=len(members), probes=probes))
-    return rows
-
-
-def failures(
-    rows: Sequence[FamilyRates], probes: Sequence[str] | None = None
-) -> list[tuple[str, str]]:
-    """(family, probe) for every probe (of ``probes``; default all) that finds a family's bug
-    far above chance, in families with at least ``GATE_MIN_SCENARIOS`` scenarios."""
-    return [
-        (row.family, name)
-        for row in rows
-        if row.family != "ALL" and row.scenarios >= GATE_MIN_SCENARIOS
-        for name, rate in row.probes.items()
-        if rate.far_above_chance and (probes is None or name in probes)
-    ]

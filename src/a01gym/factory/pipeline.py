@@ -22,10 +22,10 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from a01gym.errors import ScenarioError
-from a01gym.factory import compiler, gates, giveaways, split
+from a01gym.factory import compiler, gates, giveaway_gate, split
 from a01gym.factory.author import Author, AuthorError, DraftRequest, TemplateAuthor, plan
 from a01gym.factory.cache import Provenance, ScenarioCache
-from a01gym.factory.config import FactoryConfig, GateConfig, SplitConfig
+from a01gym.factory.config import FactoryConfig, SplitConfig
 from a01gym.sandbox.host.backend import SandboxBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.cache import Rejection
@@ -33,11 +33,9 @@ from a01gym.scenario.cache import Rejection
 __all__ = [
     "BuildSummary",
     "FamilyStats",
-    "GiveawayVerdict",
     "ProgressFn",
     "build",
     "build_demo",
-    "giveaway_gate",
     "make_author",
 ]
 
@@ -55,17 +53,6 @@ class FamilyStats(BaseModel):
     reasons: dict[str, int] = Field(default_factory=dict)
 
 
-class GiveawayVerdict(BaseModel):
-    """The giveaway gate's run over a cache (:mod:`a01gym.factory.giveaways`)."""
-
-    mode: str = Field(description="report | reject (GateConfig.giveaways).")
-    probes: list[str] = Field(description="The probes the gate applies.")
-    scenarios: int = Field(description="Scenarios probed: the whole cache, both splits.")
-    families: list[giveaways.FamilyRates]
-    failures: list[tuple[str, str]] = Field(description="(family, probe) far above chance.")
-    removed: list[str] = Field(default_factory=list, description="Hashes this build lost.")
-
-
 class BuildSummary(BaseModel):
     """What a build did."""
 
@@ -77,7 +64,7 @@ class BuildSummary(BaseModel):
     per_family: dict[str, FamilyStats]
     domains: list[str]
     hashes: list[str]
-    giveaways: GiveawayVerdict | None = None
+    giveaways: giveaway_gate.GiveawayVerdict | None = None
 
     @property
     def yield_(self) -> float:
@@ -291,7 +278,7 @@ async def build(
             await asyncio.gather(*work, return_exceptions=True)
         verdict = None
         if hashes and config.gates.giveaways != "off":
-            verdict = giveaway_gate(cache, config.gates, hashes, provenance)
+            verdict = giveaway_gate.judge(cache, config.gates, hashes, provenance)
             for digest in verdict.removed:
                 hashes.remove(digest)
                 family = stats[families_of[digest]]
@@ -311,63 +298,6 @@ async def build(
         hashes=sorted(hashes),
         giveaways=verdict,
     )
-
-
-def giveaway_gate(
-    cache: ScenarioCache, config: GateConfig, hashes: list[str], provenance: Provenance
-) -> GiveawayVerdict:
-    """Run the giveaway probes over the whole cache (an agent meets every episode of it, and
-    the nearest-app diff compares with all of them) and, in ``reject`` mode, take this
-    build's scenarios (``hashes``) of each failing family out, each recorded as a rejection.
-
-    A family is judged once the cache holds ``giveaways.GATE_MIN_SCENARIOS`` of it (a few
-    hundred scenarios over every family), so a small build only reports. Probing a few
-    hundred scenarios takes about a minute."""
-    entries = cache.entries()
-    rows = giveaways.report([cache.load(entry.hash) for entry in entries])
-    failed = giveaways.failures(rows, config.giveaway_probes)
-    verdict = GiveawayVerdict(
-        mode=config.giveaways,
-        probes=config.giveaway_probes,
-        scenarios=len(entries),
-        families=rows,
-        failures=failed,
-    )
-    if config.giveaways != "reject" or not failed:
-        return verdict
-    why: dict[str, list[str]] = collections.defaultdict(list)
-    by_family = {row.family: row for row in rows}
-    for family, probe in failed:
-        rate = by_family[family].probes[probe]
-        why[family].append(
-            f"{probe} names the fixed file in {rate.hits} of {rate.scenarios} "
-            f"({rate.ratio:.1f}x chance {rate.chance:.2f})"
-        )
-    ours = set(hashes)
-    for entry in entries:
-        if entry.hash not in ours or entry.family not in why:
-            continue
-        cache.remove(entry.hash)
-        verdict.removed.append(entry.hash)
-        cache.reject(
-            Rejection(
-                spec_sha256=entry.spec_sha256,
-                family=entry.family,
-                domain=entry.domain,
-                stage="giveaways",
-                reason=f"giveaways: family {entry.family} fails: " + "; ".join(why[entry.family]),
-                author=provenance.author,
-                model=provenance.model,
-                config_hash=provenance.config_hash,
-                created_at=time.time(),
-            )
-        )
-    logger.warning(
-        "giveaway gate: %s; %d scenarios of this build removed",
-        ", ".join(f"{f} {p}" for f, p in failed),
-        len(verdict.removed),
-    )
-    return verdict
 
 
 async def _all_or_none(work: list[Any]) -> None:

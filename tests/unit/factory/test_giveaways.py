@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from a01gym.cli.factory import app
-from a01gym.factory import author, compiler, config, giveaways
+from a01gym.factory import author, compiler, config, giveaway_gate, giveaways
 from a01gym.factory.spec import Layout
 from a01gym.scenario.bundle import Bundle
 
@@ -82,7 +82,7 @@ def test_the_last_policy_lines_words_point_at_a_file_named_by_them() -> None:
 
 def test_report_rates_each_probe_per_family_against_chance() -> None:
     bundles = _drafts(8)
-    rows = {row.family: row for row in giveaways.report(bundles)}
+    rows = {row.family: row for row in giveaway_gate.report(bundles)}
     assert set(rows) == {"ALL", "F01", "F18"}
     assert rows["ALL"].scenarios == 8 == rows["F01"].scenarios + rows["F18"].scenarios
     for row in rows.values():
@@ -103,11 +103,11 @@ def test_without_companions_a_family_only_file_is_given_away() -> None:
     ]
     assert all(spec.companions for spec in specs)
     bare = [compiler.compile_bundle(spec.model_copy(update={"companions": []})) for spec in specs]
-    rows = {row.family: row for row in giveaways.report(bare)}
+    rows = {row.family: row for row in giveaway_gate.report(bare)}
     assert rows["F18"].probes["nearest_diff"].ratio > 2
     with_companions = {
         row.family: row
-        for row in giveaways.report([compiler.compile_bundle(spec) for spec in specs])
+        for row in giveaway_gate.report([compiler.compile_bundle(spec) for spec in specs])
     }
     assert (
         with_companions["F18"].probes["nearest_diff"].hits < rows["F18"].probes["nearest_diff"].hits
@@ -118,32 +118,32 @@ def test_a_family_fails_only_when_its_hits_are_far_above_chance() -> None:
     """Two hits in 14 at 4% chance are 3.6x chance, and a probe that finds the bug 2x as often
     as chance scores that often in ~31% of builds: not a failure. Eight in 14 are not luck."""
 
-    def row(hits: int) -> giveaways.FamilyRates:
+    def row(hits: int) -> giveaway_gate.FamilyRates:
         chance = 0.04
-        rate = giveaways.ProbeRate(
+        rate = giveaway_gate.ProbeRate(
             hits=hits,
             scenarios=14,
             rate=hits / 14,
             chance=chance,
             ratio=hits / 14 / chance,
-            p_value=giveaways._tail(hits, 14, giveaways.GATE_FACTOR * chance),
+            p_value=giveaway_gate._tail(hits, 14, giveaway_gate.GATE_FACTOR * chance),
         )
-        return giveaways.FamilyRates(family="F99", scenarios=14, probes={"largest_file": rate})
+        return giveaway_gate.FamilyRates(family="F99", scenarios=14, probes={"largest_file": rate})
 
-    assert giveaways._tail(0, 14, 0.3) == pytest.approx(1.0)
-    assert giveaways._tail(14, 14, 0.5) == pytest.approx(0.5**14)
-    assert giveaways.failures([row(2)]) == []
-    assert giveaways.failures([row(8)]) == [("F99", "largest_file")]
+    assert giveaway_gate._tail(0, 14, 0.3) == pytest.approx(1.0)
+    assert giveaway_gate._tail(14, 14, 0.5) == pytest.approx(0.5**14)
+    assert giveaway_gate.failures([row(2)]) == []
+    assert giveaway_gate.failures([row(8)]) == [("F99", "largest_file")]
     # a family of 9 is not judged, however many hits (3 of 3 fall under GATE_ALPHA)
-    small = row(8).model_copy(update={"scenarios": giveaways.GATE_MIN_SCENARIOS - 1})
-    assert giveaways.failures([small]) == []
+    small = row(8).model_copy(update={"scenarios": giveaway_gate.GATE_MIN_SCENARIOS - 1})
+    assert giveaway_gate.failures([small]) == []
     assert row(2).probes["largest_file"].p_value == pytest.approx(0.31, abs=0.01)
 
 
 def test_cli_reports_a_caches_giveaways_and_fails_strictly_on_one(
     tmp_path: Path, cache_of: Any
 ) -> None:
-    """``a01gym factory giveaways``: the report of :func:`giveaways.report` over a cache, and
+    """``a01gym factory giveaways``: the report of :func:`giveaway_gate.report` over a cache, and
     ``--strict`` exits 1 on a family whose bug a probe finds far above chance. F07's fix is in
     ``app/repository.py``, the largest file of every app (docs/families.md): 10 of 10 found."""
     cfg = config.FactoryConfig(count=20, seed=28, families=["F07", "F18"])
@@ -152,12 +152,12 @@ def test_cli_reports_a_caches_giveaways_and_fails_strictly_on_one(
     result = CliRunner().invoke(app, ["giveaways", str(cache.root), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["families"] == [r.model_dump() for r in giveaways.report(bundles)]
+    assert data["families"] == [r.model_dump() for r in giveaway_gate.report(bundles)]
     assert ["F07", "largest_file"] in data["failures"]
     # ...whether or not the bug is in it: the F18 apps' largest file is the same one
     f07 = next(r for r in data["families"] if r["family"] == "F07")["probes"]["largest_file"]
     assert f07["rate"] == f07["base"] == 1.0 and f07["lift"] == 1.0
-    assert f07["base_p_value"] > giveaways.GATE_ALPHA
+    assert f07["base_p_value"] > giveaway_gate.GATE_ALPHA
     strict = CliRunner().invoke(app, ["giveaways", str(cache.root), "--strict"])
     assert strict.exit_code == 1
     assert "far above chance: " in strict.output and "F07 largest_file" in strict.output
@@ -169,12 +169,11 @@ def test_cli_reports_a_caches_giveaways_and_fails_strictly_on_one(
 def test_the_build_gate_rejects_this_builds_scenarios_of_a_family_a_probe_finds(
     tmp_path: Path,
 ) -> None:
-    """``pipeline.giveaway_gate`` over a cache filled without sandboxes (the gate reads only
+    """``giveaway_gate.judge`` over a cache filled without sandboxes (the gate reads only
     workspaces and labels). F07's fix is in the repository, the largest file of every app, so
     ``largest_file`` finds it in every scenario: a gate that applies it rejects F07 (only the
     build's own scenarios) once the cache holds ten of it, and the default probes, which leave
     it out, do not."""
-    from a01gym.factory import pipeline
     from a01gym.factory.cache import Provenance, ScenarioCache
 
     cfg = config.FactoryConfig(count=22, seed=28, families=["F01", "F07"])
@@ -190,17 +189,17 @@ def test_the_build_gate_rejects_this_builds_scenarios_of_a_family_a_probe_finds(
         for bundle in bundles:
             if bundle.manifest.content_hash not in f07[9:]:
                 cache.add(bundle, split="train", validation={}, provenance=provenance)
-        nine = pipeline.giveaway_gate(cache, strict, built, provenance)
+        nine = giveaway_gate.judge(cache, strict, built, provenance)
         for bundle in bundles:
             cache.add(bundle, split="train", validation={}, provenance=provenance)
-        default = pipeline.giveaway_gate(cache, config.GateConfig(), built, provenance)
-        report = pipeline.giveaway_gate(
+        default = giveaway_gate.judge(cache, config.GateConfig(), built, provenance)
+        report = giveaway_gate.judge(
             cache,
             config.GateConfig(giveaways="report", giveaway_probes=["largest_file"]),
             built,
             provenance,
         )
-        verdict = pipeline.giveaway_gate(cache, strict, built, provenance)
+        verdict = giveaway_gate.judge(cache, strict, built, provenance)
 
     f07_rates = {row.family: row for row in nine.families}["F07"]
     assert f07_rates.probes["largest_file"].hits == 9 and not nine.failures  # too few to judge

@@ -1,0 +1,251 @@
+"""The giveaway gate: each probe's hit rate per family against chance, and the build's verdict.
+
+The probes (:mod:`a01gym.factory.giveaways`) name one file per scenario; a *hit* is a file the
+reference fix changes, and chance is the hit rate of a file drawn at random from the app's
+Python files. :func:`report` gives the rates per family.
+
+The gate's question is whether a probe finds a family's bug *far* above chance, and with 14
+scenarios a family a rate is coarse: one hit is 1.6x chance, two are 3.2x, and two hits happen
+by luck to a probe no better than chance one time in eight. So a probe fails a family only if
+its hits are unlikely (one-sided binomial tail below :data:`GATE_ALPHA`) for a probe that
+finds the bug :data:`GATE_FACTOR` times as often as chance (``ProbeRate.p_value``);
+:func:`failures` lists them.
+
+Chance counts every file alike, but a probe has preferences of its own: the largest file is
+the same one whether or not the bug is in it. So each rate also has a ``base``: how often the
+probe names the same files in the *other* families' apps, where they hold no bug. A rate far
+above chance and near its base says the family's bug sits where the probe looks anyway (the
+core module every app has); a rate far above its base (``base_p_value``) says the bug itself
+draws the probe, which is the giveaway the gate is for.
+
+The candidates' own gates (G1-G6) judge one scenario in its sandboxes; a giveaway is a
+property of many scenarios, so :func:`judge` runs once a build's candidates are in the cache,
+over all of it, and takes a failing family's scenarios of this build out.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import math
+import time
+from collections.abc import Sequence
+
+from pydantic import BaseModel, Field
+
+from a01gym.factory import giveaways, layout
+from a01gym.factory.cache import Provenance, ScenarioCache
+from a01gym.factory.config import GateConfig
+from a01gym.factory.spec import Layout
+from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.cache import Rejection
+
+__all__ = [
+    "GATE_ALPHA",
+    "GATE_FACTOR",
+    "GATE_MIN_SCENARIOS",
+    "FamilyRates",
+    "GiveawayVerdict",
+    "ProbeRate",
+    "failures",
+    "judge",
+    "report",
+]
+
+logger = logging.getLogger(__name__)
+
+
+GATE_FACTOR = 2.0
+"""A probe may find a family's bug up to this many times as often as chance (issue 28)."""
+GATE_ALPHA = 0.01
+"""...unless its hits would happen less often than this to a probe that good."""
+GATE_MIN_SCENARIOS = 10
+"""Fewer and a family is not judged: 3 hits of 3 pass the test for a mere preference (base 0.3)."""
+
+
+def _tail(hits: int, trials: int, p: float) -> float:
+    """P(X >= hits) for X ~ Binomial(trials, p)."""
+    p = min(1.0, p)
+    return sum(
+        math.comb(trials, k) * p**k * (1 - p) ** (trials - k) for k in range(hits, trials + 1)
+    )
+
+
+class ProbeRate(BaseModel):
+    hits: int
+    scenarios: int
+    rate: float
+    chance: float
+    ratio: float = 0.0  # rate / chance
+    p_value: float = 1.0
+    """How often a probe finding the bug ``GATE_FACTOR`` × as often as chance hits this often."""
+    base: float = 0.0
+    """How often the probe names the bug's files in the *other* families' apps, where those
+    files hold no bug: its preference for them, bug or not."""
+    lift: float | None = None  # rate / base (None: base 0)
+    base_p_value: float = 1.0
+    """As ``p_value``, against ``GATE_FACTOR`` × ``base``: small only when the bug itself
+    draws the probe to its file."""
+
+    @property
+    def far_above_chance(self) -> bool:
+        return self.p_value < GATE_ALPHA
+
+    @property
+    def far_above_base(self) -> bool:
+        return self.base_p_value < GATE_ALPHA
+
+    def cell(self) -> str:
+        """``rate/chance=ratio`` (``!`` far above chance), then the base (``*`` far above it)."""
+        return (
+            f"{self.rate:.2f}/{self.chance:.2f}={self.ratio:.1f}x"
+            f"{'!' if self.far_above_chance else ''} base {self.base:.2f}"
+            f"{'*' if self.far_above_base else ''}"
+        )
+
+
+class FamilyRates(BaseModel):
+    family: str
+    scenarios: int
+    probes: dict[str, ProbeRate]
+
+
+def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
+    """Each probe's hit rate per family against chance (plus an ``ALL`` row).
+
+    The same scenarios give the same report in any order: they are probed sorted by content
+    hash (the nearest app is the first of equally near ones)."""
+    bundles = sorted(bundles, key=lambda b: b.manifest.content_hash)
+    raw = [giveaways.python_files(b) for b in bundles]
+    population = [{p: giveaways.normalise(t) for p, t in files.items()} for files in raw]
+    by_family: dict[str, list[int]] = collections.defaultdict(list)
+    for index, bundle in enumerate(bundles):
+        by_family[bundle.hidden.labels["family"]].append(index)
+    by_family["ALL"] = list(range(len(bundles)))
+    guesses = {
+        name: [
+            probe(b, population if name == "nearest_diff" else raw, i)
+            for i, b in enumerate(bundles)
+        ]
+        for name, probe in giveaways.PROBES.items()
+    }
+    fixed = [set(b.hidden.reference_fix.files) for b in bundles]
+    # the base compares paths across apps in the skeleton's own layout (a layout renames them)
+    layouts = [Layout.model_validate_json(b.hidden.labels.get("layout", "{}")) for b in bundles]
+    roles = [{layout.canonical(lay, p) for p in f} for lay, f in zip(layouts, fixed, strict=True)]
+    named = {
+        name: [
+            layout.canonical(lay, g) if g else None for lay, g in zip(layouts, guessed, strict=True)
+        ]
+        for name, guessed in guesses.items()
+    }
+    chance = [len(f & set(r)) / len(r) if r else 0.0 for f, r in zip(fixed, raw, strict=True)]
+    labels = [b.hidden.labels["family"] for b in bundles]
+    elsewhere = {f: [j for j, g in enumerate(labels) if g != f] for f in set(labels)}
+    rows = []
+    for family in sorted(by_family):
+        members = by_family[family]
+        expected = sum(chance[i] for i in members) / len(members)
+        probes = {}
+        for name, guessed in guesses.items():
+            hits = sum(guessed[i] in fixed[i] for i in members)
+            rate = hits / len(members)
+            base = sum(
+                sum(named[name][j] in roles[i] for j in elsewhere[labels[i]])
+                / max(1, len(elsewhere[labels[i]]))
+                for i in members
+            ) / len(members)
+            probes[name] = ProbeRate(
+                hits=hits,
+                scenarios=len(members),
+                rate=round(rate, 3),
+                chance=round(expected, 3),
+                ratio=round(rate / expected, 2) if expected else 0.0,
+                p_value=round(_tail(hits, len(members), GATE_FACTOR * expected), 5),
+                base=round(base, 3),
+                lift=round(rate / base, 2) if base else None,
+                base_p_value=round(_tail(hits, len(members), GATE_FACTOR * base), 5),
+            )
+        rows.append(FamilyRates(family=family, scenarios=len(members), probes=probes))
+    return rows
+
+
+def failures(
+    rows: Sequence[FamilyRates], probes: Sequence[str] | None = None
+) -> list[tuple[str, str]]:
+    """(family, probe) for each probe (of ``probes``) far above chance in a judged family."""
+    return [
+        (row.family, name)
+        for row in rows
+        if row.family != "ALL" and row.scenarios >= GATE_MIN_SCENARIOS
+        for name, rate in row.probes.items()
+        if rate.far_above_chance and (probes is None or name in probes)
+    ]
+
+
+class GiveawayVerdict(BaseModel):
+    """The giveaway gate's run over a cache (:mod:`a01gym.factory.giveaways`)."""
+
+    mode: str = Field(description="report | reject (GateConfig.giveaways).")
+    probes: list[str] = Field(description="The probes the gate applies.")
+    scenarios: int = Field(description="Scenarios probed: the whole cache, both splits.")
+    families: list[FamilyRates]
+    failures: list[tuple[str, str]] = Field(description="(family, probe) far above chance.")
+    removed: list[str] = Field(default_factory=list, description="Hashes this build lost.")
+
+
+def judge(
+    cache: ScenarioCache, config: GateConfig, hashes: list[str], provenance: Provenance
+) -> GiveawayVerdict:
+    """Run the giveaway probes over the whole cache (an agent meets every episode of it, and
+    the nearest-app diff compares with all of them) and, in ``reject`` mode, take this
+    build's scenarios (``hashes``) of each failing family out, each recorded as a rejection.
+
+    A family is judged once the cache holds ``GATE_MIN_SCENARIOS`` of it (a few
+    hundred scenarios over every family), so a small build only reports. Probing a few
+    hundred scenarios takes about a minute."""
+    entries = cache.entries()
+    rows = report([cache.load(entry.hash) for entry in entries])
+    failed = failures(rows, config.giveaway_probes)
+    verdict = GiveawayVerdict(
+        mode=config.giveaways,
+        probes=config.giveaway_probes,
+        scenarios=len(entries),
+        families=rows,
+        failures=failed,
+    )
+    if config.giveaways != "reject" or not failed:
+        return verdict
+    why: dict[str, list[str]] = collections.defaultdict(list)
+    by_family = {row.family: row for row in rows}
+    for family, probe in failed:
+        rate = by_family[family].probes[probe]
+        why[family].append(
+            f"{probe} names the fixed file in {rate.hits} of {rate.scenarios} "
+            f"({rate.ratio:.1f}x chance {rate.chance:.2f})"
+        )
+    ours = set(hashes)
+    for entry in entries:
+        if entry.hash not in ours or entry.family not in why:
+            continue
+        cache.remove(entry.hash)
+        verdict.removed.append(entry.hash)
+        cache.reject(
+            Rejection(
+                spec_sha256=entry.spec_sha256,
+                family=entry.family,
+                domain=entry.domain,
+                stage="giveaways",
+                reason=f"giveaways: family {entry.family} fails: " + "; ".join(why[entry.family]),
+                author=provenance.author,
+                model=provenance.model,
+                config_hash=provenance.config_hash,
+                created_at=time.time(),
+            )
+        )
+    logger.warning(
+        "giveaway gate: %s; %d scenarios of this build removed",
+        ", ".join(f"{f} {p}" for f, p in failed),
+        len(verdict.removed),
+    )
+    return verdict
