@@ -10,16 +10,11 @@ The bounds are a ratchet at the figures measured on 2026-11-29 (seed 28), re-set
 began to draw a layout (module names and merges, ``factory/layout.py``) and to define nothing
 they never use (``factory/prune.py``): over all families ``nearest_diff`` 1.6x chance as built,
 ``unused_helper`` 0 (no dead helper left to find), ``sibling_asymmetry`` 1.9x,
-``policy_keywords`` 0.4x. Re-set on 2026-11-30 when generated modules began to keep blank lines
-as a formatter does (``codetext.tidy``), which changes which app is nearest and the draws
-between equal candidates: ``nearest_diff`` 1.5x over all, its worst family F18 at 4 of 14
-(7.1x; the bound was 6x, one hit is 1.8x, and the gate's own test passes it in seeds 28-30),
-``sibling_asymmetry`` 1.9x with F07 (5 of 14, base 0.21) in the failing set in place of F03
-and F19. The issue's target, every probe within 2x chance in every family, is
-not met: ``largest_file`` finds the repository module, the largest file of every app, where
-F03, F06, F07 and F08 are fixed, and ``sibling_asymmetry`` points at the repository and feed
-modules about as often in other families' apps (its ``base``): neither depends on the bug
-(``tools/giveaway_probe.py`` prints the table).
+``policy_keywords`` 0.4x. Re-set on 2026-11-30, when generated modules began to keep blank
+lines as a formatter does (``codetext.tidy``) and the repository lost its standing asymmetry
+(the audit log's reader filters by tenant like its siblings, and the ORM's row-to-dict helper
+is a method of the mapped base): ``nearest_diff`` 1.6x over all families, ``sibling_asymmetry``
+1.3x (base 0.05, from 0.07), and nothing fails the gate but ``largest_file``.
 """
 
 from __future__ import annotations
@@ -69,7 +64,7 @@ def test_companions_and_layouts_cut_the_nearest_app_diff_probe_to_near_chance(
         for family, row in built.items()
         if family != "ALL"
     )
-    assert worst[0] <= 7.5, worst  # F18: 4 of 14 (one hit is 1.8x chance)
+    assert worst[0] <= 6, worst
     assert not [f for f in giveaway_gate.failures(list(built.values())) if f[1] == "nearest_diff"]
     # no app defines a helper it never uses: nothing for the helper probe to find
     assert built["ALL"].probes["unused_helper"].hits == 0
@@ -79,13 +74,11 @@ KNOWN_FAILURES = {
     ("F03", "largest_file"),
     ("F06", "largest_file"),
     ("F07", "largest_file"),
-    ("F07", "sibling_asymmetry"),
     ("F08", "largest_file"),
 }
-"""What the gate's test (:func:`giveaway_gate.failures`) fails today over this build: the largest
-file is the repository module in every app, and the repository's module-level helpers (and
-the feed router's handlers) differ in which use a check, so both probes point there in many
-apps, bug or not (docs/families.md). A ratchet: nothing may join them."""
+"""What the gate's test (:func:`giveaway_gate.failures`) fails today over this build: the
+largest file is the repository module in every app, bug or not (docs/families.md). A ratchet:
+nothing may join them."""
 
 
 def test_the_gate_fails_no_family_beyond_the_known_ones(specs: list[ScenarioSpec]) -> None:
@@ -93,6 +86,8 @@ def test_the_gate_fails_no_family_beyond_the_known_ones(specs: list[ScenarioSpec
     failed = set(giveaway_gate.failures(rows))
     assert failed <= KNOWN_FAILURES, failed - KNOWN_FAILURES
     assert ("F07", "largest_file") in failed  # the test can see a failure: F07's is 14 of 14
+    # so `factory build`'s gate, which leaves largest_file out by default, keeps every family
+    assert not giveaway_gate.failures(rows, config.GateConfig().giveaway_probes)
     by_family = {row.family: row for row in rows}
     for family, probe in failed:
         # what fails points at the bug's file as often where it holds no bug: not the bug's doing

@@ -263,8 +263,14 @@ class DataMixin(RenderHost):
                 connection.commit()
 
 
-            def audit_entries(connection: sqlite3.Connection, limit: int = 100) -> list[Record]:
-                rows = connection.execute("SELECT * FROM audit_log ORDER BY id DESC LIMIT ?", [limit])
+            def audit_entries(
+                connection: sqlite3.Connection, tenant_id: int | None = None, limit: int = 100
+            ) -> list[Record]:
+                sql, params = "SELECT * FROM audit_log", []
+                if tenant_id is not None:
+                    sql += " WHERE tenant_id = ?"
+                    params.append(tenant_id)
+                rows = connection.execute(sql + " ORDER BY id DESC LIMIT ?", [*params, limit])
                 return [dict(row) for row in rows.fetchall()]
 
 

@@ -99,7 +99,7 @@ class AdminRoutes(RenderHost):
                 name = "list_accounts"
             elif site == "admin.audit":
                 body = inline + (
-                    "    entries = repository.audit_entries(connection)\n"
+                    "    entries = repository.audit_entries(connection, tenant_id)\n"
                     + (
                         "    if not user.is_admin:\n"
                         '        raise HTTPException(status.HTTP_403_FORBIDDEN, detail={"entries": entries})\n'
@@ -110,7 +110,7 @@ class AdminRoutes(RenderHost):
                 )
                 signature = "-> list[dict[str, Any]]"
                 decorator_line = '@{router}.get("/audit", response_model=list[models.AuditEntry])'
-                params = ""
+                params = "\n    tenant_id: int | None = None,"
                 name = "read_audit_log"
             elif site == "admin.disable":
                 check_after = (
@@ -174,7 +174,7 @@ class AdminRoutes(RenderHost):
                 decorator_line.format(router=router_name)
                 + "\n"
                 + decorator
-                + f"def {name}({params}{request}\n"
+                + f"def {name}({request}{params}\n"
                 + f"    user: CurrentUser = Depends({dependency}),\n"
                 + "    connection: sqlite3.Connection = Depends(db.get_db),\n"
                 + f") {signature}:\n"

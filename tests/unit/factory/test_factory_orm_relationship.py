@@ -131,7 +131,7 @@ def test_list_fix_filters_the_loaded_children() -> None:
     spec = _drawn("F07", "filter")
     plural = spec.domain.entity.plural
     vulnerable = mutator.mutate(spec).vulnerable.files["app/repository.py"]
-    assert f"records = [as_record(row) for row in owner.{plural}] if owner else []" in vulnerable
+    assert f"records = [row.as_record() for row in owner.{plural}] if owner else []" in vulnerable
     removed, added = _fix_lines(spec)
     list_fix = ["records = [record for record in records if policy.can_read(user, record)]"]
     if "record.search" in spec.bug.sites:  # the sibling's fix is the select() one
@@ -144,7 +144,7 @@ def test_list_fix_loads_the_children_with_the_read_scope() -> None:
     spec = _drawn("F07", "scoped")
     cls, plural = _class_name(spec), spec.domain.entity.plural
     removed, added = _fix_lines(spec)
-    assert f"records = [as_record(row) for row in owner.{plural}] if owner else []" in removed
+    assert f"records = [row.as_record() for row in owner.{plural}] if owner else []" in removed
     assert (
         f"records = self._all(select({cls}).where(with_parent(owner, User.{plural}), "
         f"policy.read_scope(user)).order_by({cls}.id)) if owner else []"

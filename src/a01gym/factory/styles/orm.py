@@ -56,12 +56,16 @@ def tables(r: Renderer) -> str:
         '''
         """Mapped classes: one per table. The schema is created from them at startup."""
 
+        from typing import Any
+
         from sqlalchemy import ForeignKey, text
         from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 
         class Base(DeclarativeBase):
-            pass
+            def as_record(self) -> dict[str, Any]:
+                """The row as the plain dict routers, policy and response models work with."""
+                return {column.key: getattr(self, column.key) for column in self.__table__.columns}
 
 
         class Tenant(Base):

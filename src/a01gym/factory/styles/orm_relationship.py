@@ -62,10 +62,10 @@ def fix(spec: Any) -> str:
 
 
 _LIST = {
-    "vuln": "records = [as_record(row) for row in owner.$ents] if owner else []",
-    "filter": "records = [as_record(row) for row in owner.$ents] if owner else []\nrecords = [record for record in records if policy.can_read(user, record)]",
+    "vuln": "records = [row.as_record() for row in owner.$ents] if owner else []",
+    "filter": "records = [row.as_record() for row in owner.$ents] if owner else []\nrecords = [record for record in records if policy.can_read(user, record)]",
     "scoped": "records = self._all(select($Ent).where(with_parent(owner, User.$ents), policy.read_scope(user)).order_by($Ent.id)) if owner else []",
-    "over_filter": 'records = [as_record(row) for row in owner.$ents] if owner else []\nrecords = [record for record in records if record["owner_id"] == user.id]',
+    "over_filter": 'records = [row.as_record() for row in owner.$ents] if owner else []\nrecords = [record for record in records if record["owner_id"] == user.id]',
 }
 
 
@@ -87,7 +87,7 @@ def list_body(spec: Any, mode: str) -> str | None:
 
 
 _OWNERS = "self.session.scalars(select(User).options(selectinload({loaded})).order_by(User.id))"
-_EVERY_CHILD = "[as_record(row) for owner in owners for row in owner.$ents]"
+_EVERY_CHILD = "[row.as_record() for owner in owners for row in owner.$ents]"
 
 
 def export_body(spec: Any, mode: str) -> str | None:
@@ -99,10 +99,10 @@ def export_body(spec: Any, mode: str) -> str | None:
     rows = _EVERY_CHILD
     if mode == "over_filter":
         rows = (
-            "[as_record(row) for owner in owners for row in owner.$ents if row.owner_id == user.id]"
+            "[row.as_record() for owner in owners for row in owner.$ents if row.owner_id == user.id]"
         )
     elif mode != Mode.VULN and fix(spec) == "scoped":
         loaded = "User.$ents.and_(policy.read_scope(user))"
     elif mode != Mode.VULN:
-        rows = "[record for owner in owners for record in map(as_record, owner.$ents) if policy.can_read(user, record)]"
+        rows = "[record for owner in owners for record in (row.as_record() for row in owner.$ents) if policy.can_read(user, record)]"
     return f"owners = {_OWNERS.format(loaded=loaded)}\nreturn {rows}"

@@ -98,7 +98,7 @@ def _loaders(r: Any) -> str:
     loaders = []
     for site, verb, scope_fn in r._record_sites():
         if r.v.mode(site) == Mode.VULN:
-            body = "row = self.session.get($Ent, ${ent}_id)\nreturn as_record(row) if row else None"
+            body = "row = self.session.get($Ent, ${ent}_id)\nreturn row.as_record() if row else None"
         else:
             body = f"return self._one(select($Ent).where($Ent.id == ${{ent}}_id, policy.{scope_fn}(user)))"
         loaders.append(
@@ -156,25 +156,20 @@ def repository(r: Any) -> str:
         USER_COLUMNS = ("username", "display_name", "email", "role", "tenant_id", "api_key", "is_active")
         $sort_table
 
-        def as_record(row: Any) -> Record:
-            """A mapped row as the plain dict routers, policy and response models work with."""
-            return {column.key: getattr(row, column.key) for column in row.__table__.columns}
-
-
         class ${Ent}Repository:
             def __init__(self, session: Session) -> None:
                 self.session = session
 
             def _one(self, query: Select[Any]) -> Record | None:
                 row = self.session.scalars(query).first()
-                return as_record(row) if row else None
+                return row.as_record() if row else None
 
             def _all(self, query: Select[Any]) -> list[Record]:
-                return [as_record(row) for row in self.session.scalars(query)]
+                return [row.as_record() for row in self.session.scalars(query)]
 
             def get(self, ${ent}_id: int) -> Record | None:
                 row = self.session.get($Ent, ${ent}_id)
-                return as_record(row) if row else None
+                return row.as_record() if row else None
 
         $loaders
             def list_visible(
@@ -202,7 +197,7 @@ def repository(r: Any) -> str:
                 $ent = $Ent(**{column: row[column] for column in RECORD_COLUMNS if column in row})
                 self.session.add($ent)
                 self.session.commit()
-                return as_record($ent)
+                return $ent.as_record()
 
             def update(self, ${ent}_id: int, changes: Record) -> Record | None:
                 $ent = self.session.get($Ent, ${ent}_id)
@@ -212,7 +207,7 @@ def repository(r: Any) -> str:
                     if column in changes:
                         setattr($ent, column, changes[column])
                 self.session.commit()
-                return as_record($ent)
+                return $ent.as_record()
 
             def set_status(self, ${ent}_id: int, status: str) -> None:
                 $ent = self.session.get($Ent, ${ent}_id)
@@ -231,14 +226,14 @@ def repository(r: Any) -> str:
 
             def get(self, user_id: int) -> Record | None:
                 user = self.session.get(User, user_id)
-                return as_record(user) if user else None
+                return user.as_record() if user else None
 
             def in_tenant(self, tenant_id: int | None) -> list[Record]:
                 query = select(User).where(User.tenant_id == tenant_id, User.is_active == 1).order_by(User.id)
-                return [as_record(user) for user in self.session.scalars(query)]
+                return [user.as_record() for user in self.session.scalars(query)]
 
             def everyone(self) -> list[Record]:
-                return [as_record(user) for user in self.session.scalars(select(User).order_by(User.id))]
+                return [user.as_record() for user in self.session.scalars(select(User).order_by(User.id))]
 
             def update(self, user_id: int, changes: Record) -> None:
                 user = self.session.get(User, user_id)
@@ -255,9 +250,11 @@ def repository(r: Any) -> str:
             session.commit()
 
 
-        def audit_entries(session: Session, limit: int = 100) -> list[Record]:
+        def audit_entries(session: Session, tenant_id: int | None = None, limit: int = 100) -> list[Record]:
             query = select(AuditEntry).order_by(AuditEntry.id.desc()).limit(limit)
-            return [as_record(entry) for entry in session.scalars(query)]
+            if tenant_id is not None:
+                query = query.where(AuditEntry.tenant_id == tenant_id)
+            return [entry.as_record() for entry in session.scalars(query)]
 
 
         TENANT_SETTING_COLUMNS = ("currency", "retention_days", "webhook_url")
@@ -265,7 +262,7 @@ def repository(r: Any) -> str:
 
         def tenant_settings(session: Session, tenant_id: int | None) -> Record:
             row = session.get(TenantSetting, tenant_id) if tenant_id is not None else None
-            return as_record(row) if row else {"tenant_id": tenant_id, "currency": "EUR",
+            return row.as_record() if row else {"tenant_id": tenant_id, "currency": "EUR",
                                                "retention_days": 365, "webhook_url": ""}
 
 
