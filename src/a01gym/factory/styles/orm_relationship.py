@@ -98,9 +98,7 @@ def export_body(spec: Any, mode: str) -> str | None:
     loaded = "User.$ents"
     rows = _EVERY_CHILD
     if mode == "over_filter":
-        rows = (
-            "[row.as_record() for owner in owners for row in owner.$ents if row.owner_id == user.id]"
-        )
+        rows = "[row.as_record() for owner in owners for row in owner.$ents if row.owner_id == user.id]"
     elif mode != Mode.VULN and fix(spec) == "scoped":
         loaded = "User.$ents.and_(policy.read_scope(user))"
     elif mode != Mode.VULN:

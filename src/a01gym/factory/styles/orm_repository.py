@@ -98,7 +98,9 @@ def _loaders(r: Any) -> str:
     loaders = []
     for site, verb, scope_fn in r._record_sites():
         if r.v.mode(site) == Mode.VULN:
-            body = "row = self.session.get($Ent, ${ent}_id)\nreturn row.as_record() if row else None"
+            body = (
+                "row = self.session.get($Ent, ${ent}_id)\nreturn row.as_record() if row else None"
+            )
         else:
             body = f"return self._one(select($Ent).where($Ent.id == ${{ent}}_id, policy.{scope_fn}(user)))"
         loaders.append(
