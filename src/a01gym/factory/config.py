@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from a01gym.errors import ConfigError
 from a01gym.factory import domains, families, giveaways
@@ -31,6 +32,26 @@ __all__ = [
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def _known(what: str, known: Iterable[str], *, required: bool = False) -> AfterValidator:
+    """A list of names, each of them ``known`` (and at least one if ``required``)."""
+
+    def check(value: list[str]) -> list[str]:
+        unknown = sorted(set(value) - set(known))
+        if unknown or (required and not value):
+            some = "unknown or no" if required else "unknown"
+            raise ValueError(f"{some} {what} {unknown}; known: {sorted(known)}")
+        return value
+
+    return AfterValidator(check)
+
+
+_Domains = Annotated[list[str], _known("domains", domains.DOMAINS)]
+_Families = Annotated[list[str], _known("families", families.FAMILIES)]
+_SomeDomains = Annotated[list[str], _known("domains", domains.DOMAINS, required=True)]
+_SomeFamilies = Annotated[list[str], _known("families", families.FAMILIES, required=True)]
+_Probes = Annotated[list[str], _known("probes", giveaways.PROBES)]
 
 
 class LLMConfig(_Model):
@@ -61,29 +82,13 @@ class AuthorConfig(_Model):
 class SplitConfig(_Model):
     """Held-out parts of the catalog: anything in an eval domain OR an eval family is eval."""
 
-    eval_domains: list[str] = Field(
+    eval_domains: _Domains = Field(
         default_factory=lambda: ["hr_records", "lab", "pharmacy"],
         description="Domains never seen in train.",
     )
-    eval_families: list[str] = Field(
+    eval_families: _Families = Field(
         default_factory=lambda: ["F09", "F17"], description="Families never seen in train."
     )
-
-    @field_validator("eval_domains")
-    @classmethod
-    def _known_domains(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(domains.DOMAINS))
-        if unknown:
-            raise ValueError(f"unknown domains {unknown}; known: {sorted(domains.DOMAINS)}")
-        return value
-
-    @field_validator("eval_families")
-    @classmethod
-    def _known_families(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(families.FAMILIES))
-        if unknown:
-            raise ValueError(f"unknown families {unknown}; known: {sorted(families.FAMILIES)}")
-        return value
 
 
 class GateConfig(_Model):
@@ -97,19 +102,11 @@ class GateConfig(_Model):
         "run over the whole cache, and a family whose bug one finds far above chance has this "
         "build's scenarios rejected (report: only listed in the summary).",
     )
-    giveaway_probes: list[str] = Field(
+    giveaway_probes: _Probes = Field(
         default_factory=lambda: [p for p in giveaways.PROBES if p != "largest_file"],
         description="Probes the giveaway gate applies (all are reported). largest_file is "
         "left out by default: the repository is the largest file of every app, bug or not.",
     )
-
-    @field_validator("giveaway_probes")
-    @classmethod
-    def _probes(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(giveaways.PROBES))
-        if unknown:
-            raise ValueError(f"unknown probes {unknown}; known: {sorted(giveaways.PROBES)}")
-        return value
 
 
 class FactoryConfig(_Model):
@@ -117,8 +114,8 @@ class FactoryConfig(_Model):
 
     seed: int = Field(0, ge=0, lt=2**63)
     count: int = Field(50, ge=1, le=100_000, description="Candidates to author.")
-    domains: list[str] = Field(default_factory=lambda: sorted(domains.DOMAINS))
-    families: list[str] = Field(default_factory=lambda: sorted(families.FAMILIES))
+    domains: _SomeDomains = Field(default_factory=lambda: sorted(domains.DOMAINS))
+    families: _SomeFamilies = Field(default_factory=lambda: sorted(families.FAMILIES))
     difficulty: dict[Literal["easy", "medium", "hard"], float] = Field(
         default_factory=lambda: {"easy": 0.3, "medium": 0.45, "hard": 0.25},
         description="Relative weights of difficulty bands.",
@@ -126,24 +123,6 @@ class FactoryConfig(_Model):
     author: AuthorConfig = Field(default_factory=AuthorConfig)
     split: SplitConfig = Field(default_factory=SplitConfig)
     gates: GateConfig = Field(default_factory=GateConfig)
-
-    @field_validator("domains")
-    @classmethod
-    def _domains(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(domains.DOMAINS))
-        if unknown or not value:
-            raise ValueError(f"unknown or no domains {unknown}; known: {sorted(domains.DOMAINS)}")
-        return value
-
-    @field_validator("families")
-    @classmethod
-    def _families(cls, value: list[str]) -> list[str]:
-        unknown = sorted(set(value) - set(families.FAMILIES))
-        if unknown or not value:
-            raise ValueError(
-                f"unknown or no families {unknown}; known: {sorted(families.FAMILIES)}"
-            )
-        return value
 
     @model_validator(mode="after")
     def _weights(self) -> FactoryConfig:
