@@ -202,8 +202,8 @@ def judge(
     build's scenarios (``hashes``) of each failing family out, each recorded as a rejection.
 
     A family is judged once the cache holds ``GATE_MIN_SCENARIOS`` of it (a few
-    hundred scenarios over every family), so a small build only reports. Probing a few
-    hundred scenarios takes about a minute."""
+    hundred scenarios over every family), so a small build only reports. Probing costs ~45 ms
+    of CPU a scenario, linear in the cache (10.7 CPU-s for 240), besides loading each bundle."""
     entries = cache.entries()
     rows = report([cache.load(entry.hash) for entry in entries])
     failed = failures(rows, config.giveaway_probes)
