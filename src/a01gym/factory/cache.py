@@ -87,6 +87,22 @@ class Provenance(BaseModel):
     model: str | None = None
     config_hash: str
 
+    def rejection(
+        self, *, spec_sha256: str | None, family: str, domain: str, stage: str, reason: str
+    ) -> Rejection:
+        """The record of a candidate this author's build turned down, stamped now."""
+        return Rejection(
+            spec_sha256=spec_sha256,
+            family=family,
+            domain=domain,
+            stage=stage,
+            reason=reason,
+            author=self.author,
+            model=self.model,
+            config_hash=self.config_hash,
+            created_at=time.time(),
+        )
+
 
 class ScenarioCache(scenario_cache.ScenarioCache):
     """A cache directory the factory writes: the read-only cache plus the writer lock,

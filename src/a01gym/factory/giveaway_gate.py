@@ -28,7 +28,6 @@ from __future__ import annotations
 import collections
 import logging
 import math
-import time
 from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
@@ -38,7 +37,6 @@ from a01gym.factory.cache import Provenance, ScenarioCache
 from a01gym.factory.config import GateConfig
 from a01gym.factory.spec import Layout
 from a01gym.scenario.bundle import Bundle
-from a01gym.scenario.cache import Rejection
 
 __all__ = [
     "GATE_ALPHA",
@@ -191,7 +189,9 @@ class GiveawayVerdict(BaseModel):
     scenarios: int = Field(description="Scenarios probed: the whole cache, both splits.")
     families: list[FamilyRates]
     failures: list[tuple[str, str]] = Field(description="(family, probe) far above chance.")
-    removed: list[str] = Field(default_factory=list, description="Hashes this build lost.")
+    removed: dict[str, str] = Field(
+        default_factory=dict, description="Hash -> family of each scenario this build lost."
+    )
 
 
 def judge(
@@ -229,18 +229,14 @@ def judge(
         if entry.hash not in ours or entry.family not in why:
             continue
         cache.remove(entry.hash)
-        verdict.removed.append(entry.hash)
+        verdict.removed[entry.hash] = entry.family
         cache.reject(
-            Rejection(
+            provenance.rejection(
                 spec_sha256=entry.spec_sha256,
                 family=entry.family,
                 domain=entry.domain,
                 stage="giveaways",
                 reason=f"giveaways: family {entry.family} fails: " + "; ".join(why[entry.family]),
-                author=provenance.author,
-                model=provenance.model,
-                config_hash=provenance.config_hash,
-                created_at=time.time(),
             )
         )
     logger.warning(

@@ -28,7 +28,6 @@ from a01gym.factory.cache import Provenance, ScenarioCache
 from a01gym.factory.config import FactoryConfig, SplitConfig
 from a01gym.sandbox.host.backend import SandboxBackend
 from a01gym.scenario.bundle import Bundle
-from a01gym.scenario.cache import Rejection
 
 __all__ = [
     "BuildSummary",
@@ -197,7 +196,6 @@ async def build(
     requests = plan(config) if requests is None else requests
     stats: dict[str, FamilyStats] = collections.defaultdict(FamilyStats)
     hashes: list[str] = []
-    families_of: dict[str, str] = {}
     domains: set[str] = set()
     gate_started: float | None = None
     gated = 0
@@ -208,16 +206,12 @@ async def build(
         key = f"{stage}: {short_reason(reason)}"
         family.reasons[key] = family.reasons.get(key, 0) + 1
         cache.reject(
-            Rejection(
+            provenance.rejection(
                 spec_sha256=sha,
                 family=request.family,
                 domain=request.domain,
                 stage=stage,
                 reason=reason,
-                author=provenance.author,
-                model=provenance.model,
-                config_hash=provenance.config_hash,
-                created_at=time.time(),
             )
         )
 
@@ -233,7 +227,6 @@ async def build(
             )
             stats[labels["family"]].admitted += 1
             hashes.append(bundle.manifest.content_hash)
-            families_of[bundle.manifest.content_hash] = labels["family"]
             domains.add(labels["domain"])
         else:
             logger.info("candidate %d rejected: %s", candidate.request.index, report.reason)
@@ -279,9 +272,9 @@ async def build(
         verdict = None
         if hashes and config.gates.giveaways != "off":
             verdict = giveaway_gate.judge(cache, config.gates, hashes, provenance)
-            for digest in verdict.removed:
+            for digest, removed in verdict.removed.items():
                 hashes.remove(digest)
-                family = stats[families_of[digest]]
+                family = stats[removed]
                 family.admitted -= 1
                 family.rejected += 1
                 family.reasons["giveaways"] = family.reasons.get("giveaways", 0) + 1
