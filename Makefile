@@ -16,13 +16,14 @@ $(STAMP): pyproject.toml
 	@# openenv-core is openenv's old name; both own the `openenv` import package, so the old
 	@# one must go before the new one lands (a no-op in a fresh venv)
 	$(BIN)/python -m pip uninstall -q -y openenv-core 2>/dev/null || true
-	$(BIN)/python -m pip install -q -e '.[dev,k8s]'
+	tools/pip-install.sh $(BIN)/python -q -e '.[dev,k8s]'
 	rm -f $(VENV)/.installed-* && touch $@
 
-# The training stack (torch, transformers, trl, peft, trackio: ~6 GB, ~4.5 min) only for
-# `make test` and `make train-venv`; `make demo` stays light.
+# The training stack (torch, transformers, trl, peft, trackio: 5.6 GiB installed) only for
+# `make test` and `make train-venv`; `make demo` stays light. tools/pip-install.sh holds pip's
+# downloads in RAM, so the disk needs the installed files only (not 8.5 GiB at the peak).
 $(TRAIN_STAMP): $(STAMP)
-	$(BIN)/python -m pip install -q -e '.[dev,k8s,train]'
+	tools/pip-install.sh $(BIN)/python -q -e '.[dev,k8s,train]'
 	touch $@
 
 venv: $(STAMP)
