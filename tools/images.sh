@@ -106,12 +106,29 @@ base_image() {
     echo "$tag"
 }
 
+# A rebuild moves a tag to a new image and leaves the old one dangling, and the classic builder
+# leaves each build stage as an untagged image: ~2 GB per `make test` for the two images, which
+# filled a machine's disk over a few days. So the build stage is tagged too (<repo>-build:<tag>,
+# the final build reuses it from the layer cache), and an image a tag moved off is removed unless
+# something still uses it.
+build_tag() {
+    local tag="$1" replaced
+    shift
+    replaced="$(docker image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)"
+    DOCKER_BUILDKIT=0 docker build --quiet --network host "$@" --tag "$tag" "$ROOT" >&2
+    if [ -n "$replaced" ] && [ "$replaced" != "$(docker image inspect --format '{{.Id}}' "$tag")" ] \
+        && [ -z "$(docker image inspect --format '{{join .RepoTags " "}}' "$replaced")" ]; then
+        docker image rm "$replaced" >/dev/null 2>&1 || log "kept $replaced, which $tag replaced: in use"
+    fi
+}
+
 build() {
     local tag="$1" dockerfile="$2" base="$3"
     shift 3
     log "building $tag from $dockerfile"
-    DOCKER_BUILDKIT=0 docker build --quiet --network host --build-arg "PYTHON_IMAGE=$base" \
-        "$@" --file "$ROOT/$dockerfile" --tag "$tag" "$ROOT" >&2
+    set -- --build-arg "PYTHON_IMAGE=$base" "$@" --file "$ROOT/$dockerfile"
+    build_tag "${tag%:*}-build:${tag##*:}" "$@" --target build
+    build_tag "$tag" "$@"
 }
 
 PUBLIC_BASE=""

@@ -39,6 +39,17 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
+def _dangling_images() -> set[str]:
+    listed = subprocess.run(
+        ["docker", "images", "--quiet", "--no-trunc", "--filter", "dangling=true"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return set(listed.stdout.split())
+
+
 @pytest.fixture(scope="module")
 def helper_image(
     images: dict[str, tuple[str, int]], tmp_path_factory: pytest.TempPathFactory
@@ -51,6 +62,7 @@ def helper_image(
     (base,) = [tag for tag in images if tag.startswith("a01gym/python-base:")]
     work = tmp_path_factory.mktemp("registry")
     address = f"127.0.0.1:{_free_port()}"
+    pushed = f"{address}/a01gym/python-base:helper"  # untagged again at the end
     (work / "config.yml").write_text(
         f"version: 0.1\nstorage:\n  filesystem:\n    rootdirectory: {work / 'data'}\n"
         f"http:\n  addr: {address}\n"
@@ -70,7 +82,6 @@ def helper_image(
             except OSError:
                 assert time.monotonic() < deadline, (work / "registry.log").read_text()
                 time.sleep(0.2)
-        pushed = f"{address}/a01gym/python-base:helper"
         subprocess.run(["docker", "tag", base, pushed], check=True, timeout=60)
         subprocess.run(["docker", "push", pushed], check=True, timeout=300, capture_output=True)
         inspected = subprocess.run(
@@ -83,6 +94,7 @@ def helper_image(
         (digest,) = [d for d in json.loads(inspected.stdout)[0]["RepoDigests"] if address in d]
         yield digest
     finally:
+        subprocess.run(["docker", "image", "rm", pushed], capture_output=True, check=False)
         registry.terminate()
         registry.wait(30)
 
@@ -93,7 +105,13 @@ def test_every_runtime_grader_openenv_implements_passes_on_the_real_engine(
     helper_image: str,
 ) -> None:
     provider = DockerValidationProvider(helper_image=helper_image)
-    report = run_validation(ROOT, max_level=Level.RUNTIME, provider=provider)
+    before = _dangling_images()
+    try:
+        report = run_validation(ROOT, max_level=Level.RUNTIME, provider=provider)
+    finally:
+        # openenv's provider builds an untagged image (~0.7 GB) and leaves it behind
+        for image in _dangling_images() - before:
+            subprocess.run(["docker", "image", "rm", image], capture_output=True, check=False)
     results = {r.check_id: r for r in report.results}
     manifest = OpenEnvYamlParser().parse(ROOT)
     implemented = {
