@@ -2,7 +2,9 @@
 
 The probes (:mod:`a01gym.factory.giveaways`) name one file per scenario; a *hit* is a file the
 reference fix changes, and chance is the hit rate of a file drawn at random from the app's
-Python files. :func:`report` gives the rates per family.
+Python files. :func:`report` gives the rates per family, and for the probes that also name
+lines, how often those are lines the fix changes (a *line hit*: the issue asks how often a
+probe points at "the right file and line"). The gate judges files: a line hit is a file hit.
 
 The gate's question is whether a probe finds a family's bug *far* above chance, and with 14
 scenarios a family a rate is coarse: one hit is 1.6x chance, two are 3.2x, and two hits happen
@@ -26,6 +28,7 @@ over all of it, and takes a failing family's scenarios of this build out.
 from __future__ import annotations
 
 import collections
+import difflib
 import logging
 import math
 from collections.abc import Sequence
@@ -84,6 +87,9 @@ class ProbeRate(BaseModel):
     base_p_value: float = 1.0
     """As ``p_value``, against ``GATE_FACTOR`` × ``base``: small only when the bug itself
     draws the probe to its file."""
+    line_hits: int | None = None
+    """Scenarios where the lines it names are lines the fix changes (None: it names files)."""
+    line_rate: float | None = None
 
     @property
     def far_above_chance(self) -> bool:
@@ -99,6 +105,7 @@ class ProbeRate(BaseModel):
             f"{self.rate:.2f}/{self.chance:.2f}={self.ratio:.1f}x"
             f"{'!' if self.far_above_chance else ''} base {self.base:.2f}"
             f"{'*' if self.far_above_base else ''}"
+            + ("" if self.line_rate is None else f" line {self.line_rate:.2f}")
         )
 
 
@@ -128,12 +135,14 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
         for name, probe in giveaways.PROBES.items()
     }
     fixed = [set(b.hidden.reference_fix.files) for b in bundles]
+    changed = [_changed_lines(b) for b in bundles]
     # the base compares paths across apps in the skeleton's own layout (a layout renames them)
     layouts = [Layout.model_validate_json(b.hidden.labels.get("layout", "{}")) for b in bundles]
     roles = [{layout.canonical(lay, p) for p in f} for lay, f in zip(layouts, fixed, strict=True)]
     named = {
         name: [
-            layout.canonical(lay, g) if g else None for lay, g in zip(layouts, guessed, strict=True)
+            layout.canonical(lay, g.path) if g else None
+            for lay, g in zip(layouts, guessed, strict=True)
         ]
         for name, guessed in guesses.items()
     }
@@ -146,8 +155,13 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
         expected = sum(chance[i] for i in members) / len(members)
         probes = {}
         for name, guessed in guesses.items():
-            hits = sum(guessed[i] in fixed[i] for i in members)
+            hits = sum(bool(guessed[i]) and guessed[i].path in fixed[i] for i in members)
             rate = hits / len(members)
+            line_hits = (
+                sum(_on_changed_line(guessed[i], changed[i]) for i in members)
+                if name in giveaways.LINE_PROBES
+                else None
+            )
             base = sum(
                 sum(named[name][j] in roles[i] for j in elsewhere[labels[i]])
                 / max(1, len(elsewhere[labels[i]]))
@@ -163,9 +177,36 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
                 base=round(base, 3),
                 lift=round(rate / base, 2) if base else None,
                 base_p_value=round(_tail(hits, len(members), GATE_FACTOR * base), 5),
+                line_hits=line_hits,
+                line_rate=None if line_hits is None else round(line_hits / len(members), 3),
             )
         rows.append(FamilyRates(family=family, scenarios=len(members), probes=probes))
     return rows
+
+
+def _changed_lines(bundle: Bundle) -> dict[str, set[int]]:
+    """The lines (1-based) of each file the reference fix edits that it changes; where it only
+    adds lines, the line on each side of the gap."""
+    lines: dict[str, set[int]] = {}
+    for path, text in bundle.hidden.reference_fix.files.items():
+        before = bundle.workspace.get(path)
+        if before is None or text is None:
+            continue
+        lines[path] = set()
+        matcher = difflib.SequenceMatcher(
+            None, before.decode(errors="replace").split("\n"), text.split("\n"), autojunk=False
+        )
+        for tag, i1, i2, _, _ in matcher.get_opcodes():
+            if tag != "equal":
+                lines[path].update(range(i1 + 1, i2 + 1) if i2 > i1 else (i1, i1 + 1))
+    return lines
+
+
+def _on_changed_line(pointer: giveaways.Pointer | None, changed: dict[str, set[int]]) -> bool:
+    if pointer is None or pointer.lines is None or pointer.path not in changed:
+        return False
+    first, last = pointer.lines
+    return not changed[pointer.path].isdisjoint(range(first, last + 1))
 
 
 def failures(

@@ -4,25 +4,28 @@ A trained policy learns whatever finds the bug cheapest. If the code gives it aw
 that differs from every other scenario's, a security helper nobody calls), the policy learns
 that instead of access control. Each probe here sees only what an agent sees across many
 episodes, the workspaces (the app and its TASK.md, never anything hidden), and names one
-file per scenario; a *hit* is a file the reference fix changes. Its hit rate is compared with
-chance, the hit rate of a file drawn at random from the app's Python files.
+file per scenario (a :class:`Pointer`), and the probes that read code also the lines in it; a
+*hit* is a file the reference fix changes, a *line hit* also lines it changes. The hit rate is
+compared with chance, the hit rate of a file drawn at random from the app's Python files.
 
 * ``nearest_diff``: the file that differs most from the most similar *other* scenario, with
   names, strings and numbers abstracted away (what an agent that remembers one episode's app
   can diff against). Files match by path, else by content (a layout,
   :mod:`a01gym.factory.layout`, may have renamed the module: a file of the same text is the
   same file, one under a new name is compared with the most similar file the nearest app has
-  under a name this app lacks). Files with nothing to compare with all score "all new"; the
+  under a name this app lacks); its lines are the file's largest block of lines that differ
+  from its counterpart's (lines the counterpart has and it lacks: the line where they would
+  be). Files with nothing to compare with all score "all new" (no lines); the
   tie between them is drawn per scenario and file. It used to go to the order the app's files
   were written in, which an agent never sees and which put the bug's family first: a draw is
   what an agent that remembers one app can do, no less (it cannot tell two new files apart);
 * ``unused_helper``: a file defining a function or setting no other line uses (a check the
-  bug stopped calling; several such files: a draw);
+  bug stopped calling; several such files: a draw), at the definition's line;
 * ``sibling_asymmetry``: the file with a function that lacks a check-like call (a name with
   ``scope``, ``check``, ``require``, ``can_``, ``verify``, ...) that the largest share of its
   siblings make (the other route handlers of its module, or the other plain functions of its
   module or class): the list method that does not filter where the others do (a tie between
-  files is drawn);
+  files is drawn), at that function's lines;
 * ``policy_keywords``: the file whose path shares the most words with the task's *last*
   policy line (the line a template would append for its bug);
 * ``largest_file``: the longest Python file (a baseline any agent can run).
@@ -43,33 +46,49 @@ import keyword
 import re
 import tokenize
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from a01gym.scenario.bundle import Bundle
 
-__all__ = ["PROBES", "normalise", "python_files"]
+__all__ = ["LINE_PROBES", "PROBES", "Pointer", "normalise", "python_files"]
+
+
+class Pointer(NamedTuple):
+    """Where a probe points: a file, and the lines in it (1-based, inclusive) if it names any."""
+
+    path: str
+    lines: tuple[int, int] | None = None
 
 
 def normalise(source: str) -> str:
     """``source`` with every name, string and number replaced by a placeholder, and comments
-    dropped: two apps rendered from one template in different domains read the same."""
-    out: list[str] = []
+    dropped: two apps rendered from one template in different domains read the same. Line N
+    of the result holds line N's tokens, so a line found here is that line of the source."""
+    rows: list[list[str]] = []
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
             if token.type == tokenize.NAME and not keyword.iskeyword(token.string):
-                out.append("N")
+                text = "N"
             elif token.type == tokenize.STRING:
-                out.append("S")
+                text = "S"
             elif token.type == tokenize.NUMBER:
-                out.append("0")
-            elif token.type in (tokenize.NEWLINE, tokenize.NL):
-                out.append("\n")
-            elif token.type in (tokenize.COMMENT, tokenize.ENCODING):
-                continue
+                text = "0"
+            elif token.type in (
+                tokenize.NEWLINE,
+                tokenize.NL,
+                tokenize.COMMENT,
+                tokenize.INDENT,
+                tokenize.DEDENT,
+            ):
+                continue  # a row's indentation is its first token's column
             else:
-                out.append(token.string)
+                text = token.string
+            row, column = token.start[0] - 1, token.start[1]
+            rows.extend([] for _ in range(row + 1 - len(rows)))
+            rows[row].append(text if rows[row] else " " * column + text)
     except (tokenize.TokenError, IndentationError):
         return source
-    return " ".join(out)
+    return "\n".join(" ".join(row) for row in rows)
 
 
 def python_files(bundle: Bundle) -> dict[str, str]:
@@ -81,7 +100,7 @@ def python_files(bundle: Bundle) -> dict[str, str]:
     }
 
 
-def _nearest_diff(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> str | None:
+def _nearest_diff(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> Pointer | None:
     mine = population[own]
     best, best_same = None, -1
     for index, other in enumerate(population):
@@ -101,18 +120,34 @@ def _nearest_diff(bundle: Bundle, population: Sequence[dict[str, str]], own: int
         {path: text for path, text in best.items() if path not in mine and text not in own},
     )
 
-    def counterpart(path: str, text: str) -> str:
-        return best[path] if path in best else counterparts.get(path, "")
+    def counterpart(path: str) -> str | None:
+        return best[path] if path in best else counterparts.get(path)
 
     changed = {
-        path: 1.0 - difflib.SequenceMatcher(None, text, counterpart(path, text)).quick_ratio()
+        path: 1.0 - difflib.SequenceMatcher(None, text, counterpart(path) or "").quick_ratio()
         for path, text in mine.items()
         if text not in texts
     }
-
+    if not changed:
+        return None
     # ties (files the nearest app lacks all score 1.0) go to a draw per scenario and file,
     # never to the order the app's files were written in
-    return max(changed, key=lambda p: (changed[p], _draw(bundle, p))) if changed else None
+    path = max(changed, key=lambda p: (changed[p], _draw(bundle, p)))
+    theirs = counterpart(path)
+    return Pointer(path, None if theirs is None else _largest_change(theirs, mine[path]))
+
+
+def _largest_change(before: str, after: str) -> tuple[int, int] | None:
+    """``after``'s largest block of lines that differ from ``before`` (1-based, inclusive);
+    where ``after`` only lacks lines, the line on each side of the gap."""
+    blocks = [
+        (max(j2 - j1, 1), -j1, (j1 + 1, j2) if j2 > j1 else (max(j1, 1), j1 + 1))
+        for tag, _, _, j1, j2 in difflib.SequenceMatcher(
+            None, before.split("\n"), after.split("\n"), autojunk=False
+        ).get_opcodes()
+        if tag != "equal"
+    ]
+    return max(blocks)[2] if blocks else None
 
 
 def _paired(mine: dict[str, str], theirs: dict[str, str]) -> dict[str, str]:
@@ -145,10 +180,12 @@ def _draw(bundle: Bundle, path: str) -> bytes:
 _DEFINED = re.compile(r"^(?:def|async def)\s+(\w+)|^([A-Z][A-Z0-9_]+)\s*=", re.MULTILINE)
 
 
-def _unused_helper(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> str | None:
+def _unused_helper(
+    bundle: Bundle, population: Sequence[dict[str, str]], own: int
+) -> Pointer | None:
     files = population[own]
     uses = collections.Counter(re.findall(r"\w+", "\n".join(files.values())))
-    found = set()
+    found: dict[str, int] = {}
     for path, text in files.items():
         for match in _DEFINED.finditer(text):
             name = match.group(1) or match.group(2)
@@ -158,10 +195,13 @@ def _unused_helper(bundle: Bundle, population: Sequence[dict[str, str]], own: in
                 # defined and never used: decorated routes are used by the framework
                 before = text[: match.start()].rstrip().rsplit("\n", 1)[-1]
                 if not before.startswith("@"):
-                    found.add(path)
+                    found[path] = text.count("\n", 0, match.start()) + 1
                     break
+    if not found:
+        return None
     # several files with one: a draw, never the order of their names (a layout renames them)
-    return max(found, key=lambda p: _draw(bundle, p)) if found else None
+    path = max(found, key=lambda p: _draw(bundle, p))
+    return Pointer(path, (found[path], found[path]))
 
 
 _CHECKLIKE = re.compile(
@@ -188,11 +228,11 @@ def _calls(function: ast.AST) -> set[str]:
 
 def _sibling_asymmetry(
     bundle: Bundle, population: Sequence[dict[str, str]], own: int
-) -> str | None:
+) -> Pointer | None:
     # siblings: the route handlers (decorated) of one module or class, or its plain
     # functions; a function's asymmetry is the largest share of its siblings (at least two)
-    # that use a check-like name it does not use
-    scores: dict[str, float] = {}
+    # that use a check-like name it does not use; a file's is its most asymmetric function's
+    scores: dict[str, tuple[float, tuple[int, int]]] = {}
     for path, text in population[own].items():
         try:
             tree = ast.parse(text)
@@ -202,17 +242,21 @@ def _sibling_asymmetry(
         for body in bodies:
             functions = [n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
             for decorated in (True, False):
-                group = [_calls(f) for f in functions if bool(f.decorator_list) == decorated]
+                members = [f for f in functions if bool(f.decorator_list) == decorated]
+                group = [_calls(f) for f in members]
                 for index, mine in enumerate(group):
                     others = group[:index] + group[index + 1 :]
                     for name in set().union(*others) - mine if others else ():
                         having = sum(name in o for o in others)
-                        if having >= 2:
-                            share = having / len(others)
-                            scores[path] = max(scores.get(path, 0.0), share)
+                        share = having / len(others)
+                        if having >= 2 and share > scores.get(path, (0.0,))[0]:
+                            function = members[index]
+                            span = (function.lineno, function.end_lineno or function.lineno)
+                            scores[path] = (share, span)
     if not scores:
         return None
-    return max(scores, key=lambda p: (scores[p], _draw(bundle, p)))
+    path = max(scores, key=lambda p: (scores[p][0], _draw(bundle, p)))
+    return Pointer(path, scores[path][1])
 
 
 _WORD = re.compile(r"[a-z]+")
@@ -222,7 +266,9 @@ def _stem(word: str) -> str:
     return word[:-1] if word.endswith("s") and len(word) > 3 else word
 
 
-def _policy_keywords(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> str | None:
+def _policy_keywords(
+    bundle: Bundle, population: Sequence[dict[str, str]], own: int
+) -> Pointer | None:
     task = bundle.workspace.get("TASK.md", b"").decode(errors="replace")
     policy = task.split("## Access policy", 1)[-1].split("\n## ", 1)[0]
     lines = [line for line in policy.splitlines() if line.startswith("- ")]
@@ -234,15 +280,15 @@ def _policy_keywords(bundle: Bundle, population: Sequence[dict[str, str]], own: 
         for path in population[own]
     }
     best = max(scores, key=lambda p: (scores[p], _draw(bundle, p)), default=None)
-    return best if best is not None and scores[best] else None
+    return Pointer(best) if best is not None and scores[best] else None
 
 
-def _largest_file(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> str | None:
+def _largest_file(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> Pointer | None:
     files = population[own]
-    return max(files, key=lambda p: len(files[p])) if files else None
+    return Pointer(max(files, key=lambda p: len(files[p]))) if files else None
 
 
-Probe = Callable[[Bundle, Sequence[dict[str, str]], int], "str | None"]
+Probe = Callable[[Bundle, Sequence[dict[str, str]], int], "Pointer | None"]
 
 PROBES: dict[str, Probe] = {
     "nearest_diff": _nearest_diff,
@@ -251,4 +297,7 @@ PROBES: dict[str, Probe] = {
     "policy_keywords": _policy_keywords,
     "largest_file": _largest_file,
 }
-"""Probe name -> the file it points at in one scenario of a population (None: no guess)."""
+"""Probe name -> where it points in one scenario of a population (None: no guess)."""
+
+LINE_PROBES = frozenset({"nearest_diff", "unused_helper", "sibling_asymmetry"})
+"""The probes that point at lines as well as a file (the others name a file only)."""

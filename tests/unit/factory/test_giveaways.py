@@ -37,15 +37,15 @@ def test_an_unused_helper_points_at_its_file() -> None:
     }
     probe = giveaways.PROBES["unused_helper"]
     drafts = _drafts(12)
-    assert probe(drafts[0], [files], 0) == "app/tokens.py"
+    assert probe(drafts[0], [files], 0) == giveaways.Pointer("app/tokens.py", (1, 1))
     # two files with one: a draw per scenario, never the order of the files' names
     files["app/auth.py"] += "\n\nTRUSTED_HOSTS = ()\n"
-    named = [probe(draft, [files], 0) for draft in drafts]
-    assert named == [probe(draft, [files], 0) for draft in drafts]
+    named = [probe(draft, [files], 0).path for draft in drafts]
+    assert named == [probe(draft, [files], 0).path for draft in drafts]
     assert set(named) == {"app/auth.py", "app/tokens.py"}, named
 
 
-def test_a_function_lacking_its_siblings_check_points_at_its_file() -> None:
+def test_a_function_lacking_its_siblings_check_points_at_its_lines() -> None:
     """The issue's F07 finding: the list methods filter by scope and the broken one does not.
     Route handlers are siblings of route handlers, helpers of helpers."""
     repository = (
@@ -63,7 +63,7 @@ def test_a_function_lacking_its_siblings_check_points_at_its_file() -> None:
     probe = giveaways.PROBES["sibling_asymmetry"]
     bundle = _drafts(1)[0]
     assert probe(bundle, [{"app/repository.py": repository, "app/routes.py": routes}], 0) == (
-        "app/repository.py"
+        giveaways.Pointer("app/repository.py", (8, 9))  # def search ... return q
     )
     symmetric = repository.replace("return q", "return policy.read_scope(user)")
     assert probe(bundle, [{"app/repository.py": symmetric, "app/routes.py": routes}], 0) is None
@@ -75,7 +75,7 @@ def test_the_last_policy_lines_words_point_at_a_file_named_by_them() -> None:
     files = {"app/routers/files.py": "", "app/routers/notes.py": "", "app/main.py": ""}
     probe = giveaways.PROBES["policy_keywords"]
     moved = dataclasses.replace(bundle, workspace={**bundle.workspace, "TASK.md": task.encode()})
-    assert probe(moved, [files], 0) == "app/routers/files.py"
+    assert probe(moved, [files], 0) == giveaways.Pointer("app/routers/files.py")
     files = {"app/routers/records.py": "", "app/main.py": ""}
     assert probe(moved, [files], 0) is None
 
@@ -87,9 +87,44 @@ def test_report_rates_each_probe_per_family_against_chance() -> None:
     assert rows["ALL"].scenarios == 8 == rows["F01"].scenarios + rows["F18"].scenarios
     for row in rows.values():
         assert set(row.probes) == set(giveaways.PROBES)
-        for rate in row.probes.values():
+        for name, rate in row.probes.items():
             assert 0.0 <= rate.rate <= 1.0 and 0.0 < rate.chance < 0.5
             assert rate.hits == round(rate.rate * rate.scenarios)
+            # a line hit is a file hit; only the probes that read code name lines
+            if name in giveaways.LINE_PROBES:
+                assert rate.line_hits is not None and rate.line_hits <= rate.hits
+            else:
+                assert rate.line_hits is None and rate.line_rate is None
+
+
+def test_the_nearest_diff_points_at_the_lines_a_removed_check_left() -> None:
+    """Two apps alike but for one check: the diff names the file and the gap where the check
+    was, on the line numbers the agent reads (a multi-line string before it keeps them)."""
+    secure = (
+        '"""Routes.\n\nMore words.\n"""\n'
+        "@router.get('/a')\ndef a(user):\n    check(user)\n    return 1\n"
+    )
+    broken = secure.replace("    check(user)\n", "")
+    shared = {"app/main.py": "app = make()\n", "app/db.py": "x = 1\ny = 2\n"}
+    apps = [{**shared, "app/routes.py": broken}, {**shared, "app/routes.py": secure}]
+    population = [{p: giveaways.normalise(t) for p, t in app.items()} for app in apps]
+    pointer = giveaways.PROBES["nearest_diff"](_drafts(1)[0], population, 0)
+    assert pointer == giveaways.Pointer("app/routes.py", (6, 7))  # "def a(user):", "return 1"
+    assert broken.splitlines()[5:7] == ["def a(user):", "    return 1"]
+
+
+def test_a_line_hit_is_a_pointer_at_lines_the_reference_fix_changes() -> None:
+    bundle = _drafts(1)[0]
+    changed = giveaway_gate._changed_lines(bundle)
+    assert changed and set(changed) <= set(bundle.hidden.reference_fix.files)
+    path, lines = next((p, sorted(ls)) for p, ls in changed.items() if ls)
+    assert giveaway_gate._on_changed_line(giveaways.Pointer(path, (lines[0], lines[0])), changed)
+    assert not giveaway_gate._on_changed_line(giveaways.Pointer(path), changed)
+    total = len(bundle.workspace[path].decode().split("\n"))
+    untouched = next(n for n in range(1, total + 1) if n not in changed[path])
+    assert not giveaway_gate._on_changed_line(
+        giveaways.Pointer(path, (untouched, untouched)), changed
+    )
 
 
 def test_without_companions_a_family_only_file_is_given_away() -> None:
