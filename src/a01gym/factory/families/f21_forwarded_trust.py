@@ -8,20 +8,13 @@ lets in any request whose ``X-Forwarded-For`` or ``X-Real-IP`` names a local add
 any client can send. Exploits send those headers as a signed-in user and anonymously; the
 regression is the agent's own read with the token. The ``x_real_ip`` trap ignores the first
 header and keeps trusting the second.
-
-The secure app is written one of two ways (:data:`STRUCTURES`): with no local exemption, or
-with one that believes a forwarding header only from a trusted reverse proxy (none is
-configured). Half the secure routers carry the same helper as the broken one, so remembering
-another app's router and diffing no longer shows the whole helper as what differs: in a
-300-draft build, 3 of 14 F21 apps' nearest-app diffs named exactly the helper's lines when
-only the first way existed (2026-11-30, ``docs/families.md``).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from a01gym.factory import checkforms, testkit
+from a01gym.factory import testkit
 from a01gym.factory.families import vocabulary
 from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R
@@ -38,31 +31,19 @@ _TRUSTED = {
     "vuln": ("X-Forwarded-For", "X-Real-IP"),
     "x_real_ip": ("X-Real-IP",),
 }
-"""Mode -> the headers whose first address the app believes from anyone (none in the secure
-app, whose ``proxy_aware`` structure believes both only from a trusted proxy)."""
-
-STRUCTURES = ("token_only", "proxy_aware")
-"""How the secure router is written: the token alone, or a local exemption that takes a
-forwarding header's word only from a trusted proxy (the broken one takes anyone's)."""
+"""Mode -> the headers whose first address the app believes (none in the secure app)."""
 
 _INTERNAL = '''
-LOCAL_ADDRESSES = ("127.0.0.1", "::1")$proxies
+LOCAL_ADDRESSES = ("127.0.0.1", "::1")
 
 
 def _from_this_host(request: Request) -> bool:
-    """Calls from the host itself (the agent's sidecar) need no token."""$peer
+    """Calls from the host itself (the agent's sidecar) need no token."""
     for header in $headers:
         if request.headers.get(header, "").split(",")[0].strip() in LOCAL_ADDRESSES:
             return True
     return False
 '''
-
-_PROXIES = '''
-TRUSTED_PROXIES: tuple[str, ...] = ()
-"""Reverse proxies whose forwarding headers name the caller (none runs in front of the app)."""'''
-_PEER = """
-    if request.client is None or request.client.host not in TRUSTED_PROXIES:
-        return False"""
 
 _HEAD = '''
 """Operations endpoints for the monitoring agent."""
@@ -106,19 +87,11 @@ def _app(r: Renderer) -> FamilyApp:
     if _SITE not in r.v.removed:
         r.route("GET", "/ops/status")
         trusted = _TRUSTED.get(mode)
-        proxy_aware = mode == vocabulary.Mode.SECURE and (
-            checkforms.draw(r.spec, _SITE, STRUCTURES) == "proxy_aware"
-        )
-        proxies = peer = ""
-        if proxy_aware:
-            trusted = _TRUSTED["vuln"]
-            proxies = _PROXIES
-            peer = _PEER
         refuse = "not _is_monitor(request, settings)"
         if trusted:
             quoted = ", ".join(f'"{header}"' for header in trusted)
             headers = f"({quoted},)" if len(trusted) == 1 else f"({quoted})"
-            parts.append(r.t(_INTERNAL, headers=headers, proxies=proxies, peer=peer))
+            parts.append(r.t(_INTERNAL, headers=headers))
             refuse = "not (_from_this_host(request) or _is_monitor(request, settings))"
         if mode == vocabulary.Mode.DENY:
             refuse = "True"
