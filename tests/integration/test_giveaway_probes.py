@@ -14,7 +14,9 @@ they never use (``factory/prune.py``): over all families ``nearest_diff`` 1.6x c
 lines as a formatter does (``codetext.tidy``) and the repository lost its standing asymmetry
 (the audit log's reader filters by tenant like its siblings, and the ORM's row-to-dict helper
 is a method of the mapped base): ``nearest_diff`` 1.6x over all families, ``sibling_asymmetry``
-1.3x (base 0.05, from 0.07), and nothing fails the gate but ``largest_file``.
+1.3x (base 0.05, from 0.07), and nothing fails the gate but ``largest_file``. Normalised code
+has kept each line on its line since the probes began naming lines (same day): ``nearest_diff``
+1.7x (25 hits against 24), the others unchanged.
 """
 
 from __future__ import annotations
