@@ -28,7 +28,6 @@ over all of it, and takes a failing family's scenarios of this build out.
 from __future__ import annotations
 
 import collections
-import difflib
 import logging
 import math
 from collections.abc import Sequence
@@ -193,12 +192,9 @@ def _changed_lines(bundle: Bundle) -> dict[str, set[int]]:
         if before is None or text is None:
             continue
         lines[path] = set()
-        matcher = difflib.SequenceMatcher(
-            None, before.decode(errors="replace").split("\n"), text.split("\n"), autojunk=False
-        )
-        for tag, i1, i2, _, _ in matcher.get_opcodes():
-            if tag != "equal":
-                lines[path].update(range(i1 + 1, i2 + 1) if i2 > i1 else (i1, i1 + 1))
+        for i1, i2, _, _ in giveaways.changed_regions(before.decode(errors="replace"), text):
+            first, last = giveaways.line_span(i1, i2)
+            lines[path].update(range(first, last + 1))
     return lines
 
 

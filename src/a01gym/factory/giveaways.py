@@ -50,7 +50,15 @@ from typing import NamedTuple
 
 from a01gym.scenario.bundle import Bundle
 
-__all__ = ["LINE_PROBES", "PROBES", "Pointer", "normalise", "python_files"]
+__all__ = [
+    "LINE_PROBES",
+    "PROBES",
+    "Pointer",
+    "changed_regions",
+    "line_span",
+    "normalise",
+    "python_files",
+]
 
 
 class Pointer(NamedTuple):
@@ -138,16 +146,25 @@ def _nearest_diff(bundle: Bundle, population: Sequence[dict[str, str]], own: int
 
 
 def _largest_change(before: str, after: str) -> tuple[int, int] | None:
-    """``after``'s largest block of lines that differ from ``before`` (1-based, inclusive);
-    where ``after`` only lacks lines, the line on each side of the gap."""
+    """``after``'s largest block of lines that differ from ``before``."""
     blocks = [
-        (max(j2 - j1, 1), -j1, (j1 + 1, j2) if j2 > j1 else (max(j1, 1), j1 + 1))
-        for tag, _, _, j1, j2 in difflib.SequenceMatcher(
-            None, before.split("\n"), after.split("\n"), autojunk=False
-        ).get_opcodes()
-        if tag != "equal"
+        (max(j2 - j1, 1), -j1, line_span(j1, j2)) for _, _, j1, j2 in changed_regions(before, after)
     ]
     return max(blocks)[2] if blocks else None
+
+
+def changed_regions(before: str, after: str) -> list[tuple[int, int, int, int]]:
+    """The line ranges ``(i1, i2, j1, j2)`` (0-based, end exclusive) where ``after`` differs
+    from ``before``."""
+    matcher = difflib.SequenceMatcher(None, before.split("\n"), after.split("\n"), autojunk=False)
+    return [(i1, i2, j1, j2) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"]
+
+
+def line_span(start: int, end: int) -> tuple[int, int]:
+    """Lines ``[start, end)`` (0-based) as 1-based inclusive lines; an empty range (lines the
+    other side has and this one lacks) as the line on each side of the gap. One convention for
+    where a probe points and which lines a fix changes."""
+    return (start + 1, end) if end > start else (max(start, 1), start + 1)
 
 
 def _paired(mine: dict[str, str], theirs: dict[str, str]) -> dict[str, str]:
