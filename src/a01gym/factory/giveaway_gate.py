@@ -11,7 +11,9 @@ scenarios a family a rate is coarse: one hit is 1.6x chance, two are 3.2x, and t
 by luck to a probe no better than chance one time in eight. So a probe fails a family only if
 its hits are unlikely (one-sided binomial tail below :data:`GATE_ALPHA`) for a probe that
 finds the bug :data:`GATE_FACTOR` times as often as chance (``ProbeRate.p_value``);
-:func:`failures` lists them.
+:func:`failures` lists them. Hits are expected hits (``ProbeRate``): a probe that found
+several files equally good scores the share of them the fix changes, not the one its draw
+named, so the verdict does not change when a change to any app's text re-draws a tie.
 
 Chance counts every file alike, but a probe has preferences of its own: the largest file is
 the same one whether or not the bug is in it. So each rate also has a ``base``: how often the
@@ -30,7 +32,7 @@ from __future__ import annotations
 import collections
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
 
@@ -47,6 +49,8 @@ __all__ = [
     "FamilyRates",
     "GiveawayVerdict",
     "ProbeRate",
+    "binomial_tail",
+    "expected_hit",
     "failures",
     "judge",
     "report",
@@ -63,16 +67,32 @@ GATE_MIN_SCENARIOS = 10
 """Fewer and a family is not judged: 3 hits of 3 pass the test for a mere preference (base 0.3)."""
 
 
-def _tail(hits: int, trials: int, p: float) -> float:
-    """P(X >= hits) for X ~ Binomial(trials, p)."""
+def binomial_tail(hits: float, trials: int, p: float) -> float:
+    """P(X >= hits) for X ~ Binomial(trials, p); between whole counts (expected hits, see
+    :class:`ProbeRate`) the linear interpolation of the two tails."""
     p = min(1.0, p)
-    return sum(
-        math.comb(trials, k) * p**k * (1 - p) ** (trials - k) for k in range(hits, trials + 1)
-    )
+
+    def tail(k: int) -> float:
+        return sum(
+            math.comb(trials, j) * p**j * (1 - p) ** (trials - j) for j in range(k, trials + 1)
+        )
+
+    whole = math.floor(hits)
+    if whole == hits or whole >= trials:
+        return tail(whole)
+    return tail(whole) + (hits - whole) * (tail(whole + 1) - tail(whole))
 
 
 class ProbeRate(BaseModel):
-    hits: int
+    """One probe over one family's scenarios.
+
+    Counts are expected counts: where a probe found several files equally good it names one
+    by a draw, and a scenario counts the share of those files the fix changes (0.5 of a hit
+    for one of two). A single draw moved one build's count by a few scenarios whenever any
+    app's text changed (docs/families.md, "How much of a pass is luck"); the expectation moves
+    only when what the probe sees does."""
+
+    hits: float
     scenarios: int
     rate: float
     chance: float
@@ -86,7 +106,7 @@ class ProbeRate(BaseModel):
     base_p_value: float = 1.0
     """As ``p_value``, against ``GATE_FACTOR`` × ``base``: small only when the bug itself
     draws the probe to its file."""
-    line_hits: int | None = None
+    line_hits: float | None = None
     """Scenarios where the lines it names are lines the fix changes (None: it names files)."""
     line_rate: float | None = None
 
@@ -140,7 +160,7 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
     roles = [{layout.canonical(lay, p) for p in f} for lay, f in zip(layouts, fixed, strict=True)]
     named = {
         name: [
-            layout.canonical(lay, g.path) if g else None
+            [layout.canonical(lay, c.path) for c in giveaways.candidates(g)] if g else []
             for lay, g in zip(layouts, guessed, strict=True)
         ]
         for name, guessed in guesses.items()
@@ -154,29 +174,36 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
         expected = sum(chance[i] for i in members) / len(members)
         probes = {}
         for name, guessed in guesses.items():
-            hits = sum(bool(guessed[i]) and guessed[i].path in fixed[i] for i in members)
+            hits = sum(expected_hit(guessed[i], lambda c, i=i: c.path in fixed[i]) for i in members)
             rate = hits / len(members)
             line_hits = (
-                sum(_on_changed_line(guessed[i], changed[i]) for i in members)
+                sum(
+                    expected_hit(guessed[i], lambda c, i=i: _on_changed_line(c, changed[i]))
+                    for i in members
+                )
                 if name in giveaways.LINE_PROBES
                 else None
             )
             base = sum(
-                sum(named[name][j] in roles[i] for j in elsewhere[labels[i]])
+                sum(
+                    sum(path in roles[i] for path in named[name][j]) / len(named[name][j])
+                    for j in elsewhere[labels[i]]
+                    if named[name][j]
+                )
                 / max(1, len(elsewhere[labels[i]]))
                 for i in members
             ) / len(members)
             probes[name] = ProbeRate(
-                hits=hits,
+                hits=round(hits, 2),
                 scenarios=len(members),
                 rate=round(rate, 3),
                 chance=round(expected, 3),
                 ratio=round(rate / expected, 2) if expected else 0.0,
-                p_value=round(_tail(hits, len(members), GATE_FACTOR * expected), 5),
+                p_value=round(binomial_tail(hits, len(members), GATE_FACTOR * expected), 5),
                 base=round(base, 3),
                 lift=round(rate / base, 2) if base else None,
-                base_p_value=round(_tail(hits, len(members), GATE_FACTOR * base), 5),
-                line_hits=line_hits,
+                base_p_value=round(binomial_tail(hits, len(members), GATE_FACTOR * base), 5),
+                line_hits=None if line_hits is None else round(line_hits, 2),
                 line_rate=None if line_hits is None else round(line_hits / len(members), 3),
             )
         rows.append(FamilyRates(family=family, scenarios=len(members), probes=probes))
@@ -196,6 +223,16 @@ def _changed_lines(bundle: Bundle) -> dict[str, set[int]]:
             first, last = giveaways.line_span(i1, i2)
             lines[path].update(range(first, last + 1))
     return lines
+
+
+def expected_hit(
+    pointer: giveaways.Pointer | None, hit: Callable[[giveaways.Pointer], bool]
+) -> float:
+    """The share of a probe's equally good candidates that ``hit`` (0 where it names none)."""
+    if pointer is None:
+        return 0.0
+    every = giveaways.candidates(pointer)
+    return sum(map(hit, every)) / len(every)
 
 
 def _on_changed_line(pointer: giveaways.Pointer | None, changed: dict[str, set[int]]) -> bool:
@@ -258,7 +295,7 @@ def judge(
     for family, probe in failed:
         rate = by_family[family].probes[probe]
         why[family].append(
-            f"{probe} names the fixed file in {rate.hits} of {rate.scenarios} "
+            f"{probe} names the fixed file in {rate.hits:g} of {rate.scenarios} "
             f"({rate.ratio:.1f}x chance {rate.chance:.2f})"
         )
     ours = set(hashes)

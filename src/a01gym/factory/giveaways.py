@@ -54,6 +54,7 @@ __all__ = [
     "LINE_PROBES",
     "PROBES",
     "Pointer",
+    "candidates",
     "changed_regions",
     "line_span",
     "normalise",
@@ -62,10 +63,21 @@ __all__ = [
 
 
 class Pointer(NamedTuple):
-    """Where a probe points: a file, and the lines in it (1-based, inclusive) if it names any."""
+    """Where a probe points: a file, and the lines in it (1-based, inclusive) if it names any.
+
+    ``tied`` holds where it would have pointed instead, equally sure: a probe names one of
+    equally good files by a draw per scenario, and any change to an app's text re-draws it, so
+    the report counts the share of them all (this one too) that the fix changes, the probe's
+    expected hit (:func:`candidates`)."""
 
     path: str
     lines: tuple[int, int] | None = None
+    tied: tuple[Pointer, ...] = ()
+
+
+def candidates(pointer: Pointer) -> tuple[Pointer, ...]:
+    """Every file a probe found equally good: the one it names first."""
+    return (pointer._replace(tied=()), *pointer.tied)
 
 
 def normalise(source: str) -> str:
@@ -140,9 +152,13 @@ def _nearest_diff(bundle: Bundle, population: Sequence[dict[str, str]], own: int
         return None
     # ties (files the nearest app lacks all score 1.0) go to a draw per scenario and file,
     # never to the order the app's files were written in
-    path = max(changed, key=lambda p: (changed[p], _draw(bundle, p)))
-    theirs = counterpart(path)
-    return Pointer(path, None if theirs is None else _largest_change(theirs, mine[path]))
+    top = max(changed.values())
+
+    def pointer(path: str) -> Pointer:
+        theirs = counterpart(path)
+        return Pointer(path, None if theirs is None else _largest_change(theirs, mine[path]))
+
+    return _drawn(bundle, {p: pointer(p) for p, score in changed.items() if score == top})
 
 
 def _largest_change(before: str, after: str) -> tuple[int, int] | None:
@@ -194,6 +210,12 @@ def _draw(bundle: Bundle, path: str) -> bytes:
     return hashlib.sha256(f"{bundle.manifest.content_hash}\x00{path}".encode()).digest()
 
 
+def _drawn(bundle: Bundle, equal: dict[str, Pointer]) -> Pointer:
+    """One of equally good pointers (path -> pointer) by :func:`_draw`, the rest as its ``tied``."""
+    path = max(equal, key=lambda p: _draw(bundle, p))
+    return equal[path]._replace(tied=tuple(equal[p] for p in sorted(equal) if p != path))
+
+
 _DEFINED = re.compile(r"^(?:def|async def)\s+(\w+)|^([A-Z][A-Z0-9_]+)\s*=", re.MULTILINE)
 
 
@@ -217,8 +239,7 @@ def _unused_helper(
     if not found:
         return None
     # several files with one: a draw, never the order of their names (a layout renames them)
-    path = max(found, key=lambda p: _draw(bundle, p))
-    return Pointer(path, (found[path], found[path]))
+    return _drawn(bundle, {path: Pointer(path, (line, line)) for path, line in found.items()})
 
 
 _CHECKLIKE = re.compile(
@@ -243,14 +264,14 @@ def _calls(function: ast.AST) -> set[str]:
     return {name for name in names - modules if _CHECKLIKE.search(name)}
 
 
-def _sibling_asymmetry(
-    bundle: Bundle, population: Sequence[dict[str, str]], own: int
-) -> Pointer | None:
+def _asymmetry_scores(files: dict[str, str]) -> dict[str, tuple[float, tuple[int, int]]]:
+    """Each file's asymmetry and the lines of its most asymmetric function (files with none
+    left out): ``sibling_asymmetry`` names the highest."""
     # siblings: the route handlers (decorated) of one module or class, or its plain
     # functions; a function's asymmetry is the largest share of its siblings (at least two)
     # that use a check-like name it does not use; a file's is its most asymmetric function's
     scores: dict[str, tuple[float, tuple[int, int]]] = {}
-    for path, text in population[own].items():
+    for path, text in files.items():
         try:
             tree = ast.parse(text)
         except SyntaxError:
@@ -270,10 +291,19 @@ def _sibling_asymmetry(
                             function = members[index]
                             span = (function.lineno, function.end_lineno or function.lineno)
                             scores[path] = (share, span)
+    return scores
+
+
+def _sibling_asymmetry(
+    bundle: Bundle, population: Sequence[dict[str, str]], own: int
+) -> Pointer | None:
+    scores = _asymmetry_scores(population[own])
     if not scores:
         return None
-    path = max(scores, key=lambda p: (scores[p][0], _draw(bundle, p)))
-    return Pointer(path, scores[path][1])
+    top = max(share for share, _ in scores.values())
+    return _drawn(
+        bundle, {p: Pointer(p, span) for p, (share, span) in scores.items() if share == top}
+    )
 
 
 _WORD = re.compile(r"[a-z]+")
@@ -296,8 +326,8 @@ def _policy_keywords(
         path: len(words & ({_stem(w) for w in _WORD.findall(path.lower())} - {"app", "py"}))
         for path in population[own]
     }
-    best = max(scores, key=lambda p: (scores[p], _draw(bundle, p)), default=None)
-    return Pointer(best) if best is not None and scores[best] else None
+    top = max(scores.values(), default=0)
+    return _drawn(bundle, {p: Pointer(p) for p, n in scores.items() if n == top}) if top else None
 
 
 def _largest_file(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> Pointer | None:

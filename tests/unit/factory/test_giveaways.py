@@ -69,6 +69,36 @@ def test_a_function_lacking_its_siblings_check_points_at_its_lines() -> None:
     assert probe(bundle, [{"app/repository.py": symmetric, "app/routes.py": routes}], 0) is None
 
 
+def test_equally_asymmetric_files_tie_and_the_probe_names_one_of_them() -> None:
+    """The tied files, whose share the fix changes is the probe's expected hit (what the
+    report counts), whichever one a scenario's draw names."""
+    lopsided = (
+        "class Notes:\n"
+        "    def a(self, u):\n        return policy.read_scope(u)\n"
+        "    def b(self, u):\n        return policy.read_scope(u)\n"
+        "    def c(self, u):\n        return u\n"
+    )
+    files = {"app/notes.py": lopsided, "app/tasks.py": lopsided.replace("Notes", "Tasks")}
+    scores = giveaways._asymmetry_scores(files)
+
+    assert scores == {"app/notes.py": (1.0, (6, 7)), "app/tasks.py": (1.0, (6, 7))}
+    probe = giveaways.PROBES["sibling_asymmetry"]
+    pointers = [probe(draft, [files], 0) for draft in _drafts(12)]
+    assert {p.path for p in pointers} == set(files)  # the draw picks each of them somewhere
+    for pointer in pointers:  # and carries the other, which the report counts alike
+        assert sorted(c.path for c in giveaways.candidates(pointer)) == sorted(files)
+        assert giveaway_gate.expected_hit(pointer, lambda c: c.path == "app/tasks.py") == 0.5
+    assert giveaway_gate.expected_hit(None, lambda c: True) == 0.0
+
+
+def test_the_gates_tail_interpolates_between_whole_hit_counts() -> None:
+    whole = [giveaway_gate.binomial_tail(k, 15, 0.1) for k in (2, 3)]
+    assert whole[0] > giveaway_gate.binomial_tail(2.5, 15, 0.1) > whole[1]
+    assert giveaway_gate.binomial_tail(2.5, 15, 0.1) == pytest.approx(sum(whole) / 2)
+    assert giveaway_gate.binomial_tail(0, 15, 0.1) == pytest.approx(1.0)
+    assert giveaway_gate.binomial_tail(15, 15, 0.1) == pytest.approx(0.1**15)
+
+
 def test_the_last_policy_lines_words_point_at_a_file_named_by_them() -> None:
     bundle = _drafts(1)[0]
     task = "## Access policy\n\n- Read a note: its owner.\n- Download a stored file: its owner.\n"
@@ -89,7 +119,8 @@ def test_report_rates_each_probe_per_family_against_chance() -> None:
         assert set(row.probes) == set(giveaways.PROBES)
         for name, rate in row.probes.items():
             assert 0.0 <= rate.rate <= 1.0 and 0.0 < rate.chance < 0.5
-            assert rate.hits == round(rate.rate * rate.scenarios)
+            # expected hits: a scenario whose probe found k files equally good counts 1/k each
+            assert abs(rate.hits - rate.rate * rate.scenarios) <= 0.01 * rate.scenarios
             # a line hit is a file hit; only the probes that read code name lines
             if name in giveaways.LINE_PROBES:
                 assert rate.line_hits is not None and rate.line_hits <= rate.hits
@@ -161,12 +192,12 @@ def test_a_family_fails_only_when_its_hits_are_far_above_chance() -> None:
             rate=hits / 14,
             chance=chance,
             ratio=hits / 14 / chance,
-            p_value=giveaway_gate._tail(hits, 14, giveaway_gate.GATE_FACTOR * chance),
+            p_value=giveaway_gate.binomial_tail(hits, 14, giveaway_gate.GATE_FACTOR * chance),
         )
         return giveaway_gate.FamilyRates(family="F99", scenarios=14, probes={"largest_file": rate})
 
-    assert giveaway_gate._tail(0, 14, 0.3) == pytest.approx(1.0)
-    assert giveaway_gate._tail(14, 14, 0.5) == pytest.approx(0.5**14)
+    assert giveaway_gate.binomial_tail(0, 14, 0.3) == pytest.approx(1.0)
+    assert giveaway_gate.binomial_tail(14, 14, 0.5) == pytest.approx(0.5**14)
     assert giveaway_gate.failures([row(2)]) == []
     assert giveaway_gate.failures([row(8)]) == [("F99", "largest_file")]
     # a family of 9 is not judged, however many hits (3 of 3 fall under GATE_ALPHA)
