@@ -4,10 +4,11 @@ Every app used to ship one file set (``app/security.py``, ``app/policy.py``,
 ``app/repository.py``, ``app/storage.py``, ``app/routers/*.py``): after one episode an agent
 knows where each concern lives, and a path it remembers from the last task of a family is
 where the next one's bug is (issue 28, item 3). A :class:`~a01gym.factory.spec.Layout` names
-the security, policy and repository modules and the routers package from common spellings, and
-may merge the policy into the security module and file storage into the repository, as many
-real apps do. :func:`draw` picks one per seed; the renderer writes the default layout and
-:func:`apply` rewrites the finished files to the spec's.
+the security, policy and repository modules, the routers package and each router module from
+common spellings (:data:`~a01gym.factory.spec.AREA_NAMES`), and may merge the policy into the
+security module and file storage into the repository, as many real apps do. :func:`draw` picks
+one per seed; the renderer writes the default layout and :func:`apply` rewrites the finished
+files to the spec's.
 
 The rewrite works on tokens and the syntax tree, never by running the code: import statements
 of ``app`` modules are rewritten whole, ``module.name`` references by token. A file that uses a
@@ -29,7 +30,7 @@ import tokenize
 import typing
 
 from a01gym.factory.codetext import first_line
-from a01gym.factory.spec import Layout
+from a01gym.factory.spec import AREA_NAMES, Layout
 
 __all__ = ["LAYOUT_SHARE", "LayoutError", "apply", "canonical", "draw"]
 
@@ -56,10 +57,14 @@ def draw(seed: int) -> Layout:
         field: rng.choice(typing.get_args(Layout.model_fields[field].annotation))
         for field in ("routers", *_RENAMED)
     }
+    policy_in_security = rng.random() < 0.4
+    storage_in_repository = rng.random() < 0.4
+    areas = {old: rng.choice(spellings) for old, spellings in AREA_NAMES.items()}
     return Layout(
         **names,
-        policy_in_security=rng.random() < 0.4,
-        storage_in_repository=rng.random() < 0.4,
+        policy_in_security=policy_in_security,
+        storage_in_repository=storage_in_repository,
+        areas={old: new for old, new in areas.items() if new != old},
     )
 
 
@@ -80,52 +85,70 @@ def apply(layout: Layout, files: dict[str, str]) -> dict[str, str]:
         old: getattr(layout, old) for old in _RENAMED if getattr(layout, old) != old
     }
     package = layout.routers
-    if not names and package == _PACKAGE:
+    if not names and package == _PACKAGE and not layout.areas:
         return files
     out = {}
     key = tuple(sorted(names.items(), key=str))
+    areas = tuple(layout.areas.items())
     for path, text in files.items():
         if path.endswith(".py"):
-            text = _rewritten(path, text, key, package)
-        out[_moved(path, names, package)] = text
+            text = _rewritten(path, text, key, package, areas)
+        out[_moved(path, names, package, layout.areas)] = text
     return out
 
 
 @functools.lru_cache(maxsize=4096)
 def _rewritten(
-    path: str, text: str, names: tuple[tuple[str, str | None], ...], package: str
+    path: str,
+    text: str,
+    names: tuple[tuple[str, str | None], ...],
+    package: str,
+    areas: tuple[tuple[str, str], ...] = (),
 ) -> str:
     """:func:`_rewrite`, memoised: a scenario renders its app 6-10 times (fixed, vulnerable,
     each trap), and most modules are the same text in all of them."""
-    return _rewrite(path, text, dict(names), package)
+    return _rewrite(path, text, dict(names), package, dict(areas))
 
 
 def canonical(layout: Layout, path: str) -> str:
     """The path in the skeleton's own layout of the file at ``path`` in ``layout`` (a merged
     module's file is its host's): what compares one app's files with another's."""
     if path.startswith(f"app/{layout.routers}/"):
-        return f"app/{_PACKAGE}/" + path.removeprefix(f"app/{layout.routers}/")
+        module = path.removeprefix(f"app/{layout.routers}/").removesuffix(".py")
+        old = {new: old for old, new in layout.areas.items()}.get(module)
+        return f"app/{_PACKAGE}/" + (
+            f"{old}.py" if old else path.removeprefix(f"app/{layout.routers}/")
+        )
     for old in _RENAMED:
         if path == f"app/{getattr(layout, old)}.py":
             return f"app/{old}.py"
     return path
 
 
-def _moved(path: str, names: dict[str, str | None], package: str) -> str:
+def _moved(path: str, names: dict[str, str | None], package: str, areas: dict[str, str]) -> str:
     if path.startswith(f"app/{_PACKAGE}/"):
-        return f"app/{package}/" + path.removeprefix(f"app/{_PACKAGE}/")
+        module = path.removeprefix(f"app/{_PACKAGE}/")
+        new = areas.get(module.removesuffix(".py"))
+        return f"app/{package}/" + (f"{new}.py" if new else module)
     stem = path.removeprefix("app/").removesuffix(".py")
     new = names.get(stem)
     return f"app/{new}.py" if path == f"app/{stem}.py" and new else path
 
 
-def _rewrite(path: str, text: str, names: dict[str, str | None], package: str = _PACKAGE) -> str:
+def _rewrite(
+    path: str,
+    text: str,
+    names: dict[str, str | None],
+    package: str = _PACKAGE,
+    areas: dict[str, str] | None = None,
+) -> str:
     """``text`` with the ``app`` modules in ``names`` renamed (to ``None``: merged into this
-    very module, whose imports go and whose ``module.`` prefixes are dropped), and
-    ``app.routers`` moved to ``app.<package>``."""
-    moved = [*names, *([_PACKAGE] if package != _PACKAGE else [])]
+    very module, whose imports go and whose ``module.`` prefixes are dropped), ``app.routers``
+    moved to ``app.<package>``, and the router modules in ``areas`` renamed."""
+    moved = [*names, *([_PACKAGE] if package != _PACKAGE or areas else [])]
     if not moved or not re.search(r"\b(?:" + "|".join(map(re.escape, moved)) + r")\b", text):
         return text  # names none of them: most files; tokenizing every file was half the cost
+    areas = areas or {}
     tree = ast.parse(text)
     starts = [0]
     for line in text.splitlines(keepends=True):
@@ -138,7 +161,7 @@ def _rewrite(path: str, text: str, names: dict[str, str | None], package: str = 
     imported: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and not node.level and node.module:
-            new = _import(node, names, package, imported)
+            new = _import(node, names, package, areas, imported)
             if new is None:
                 continue
             start, end = (
@@ -149,6 +172,18 @@ def _rewrite(path: str, text: str, names: dict[str, str | None], package: str = 
                 start, end = starts[node.lineno - 1], starts[node.end_lineno or node.lineno]
             edits.append((start, end, new))
     tokens = list(tokenize.generate_tokens(io.StringIO(text).readline))
+    renames = {**names, **{old: areas[old] for old in imported & areas.keys()}}
+    taken = {
+        t.string
+        for i, t in enumerate(tokens)
+        if t.type == tokenize.NAME and tokens[i - 1].string != "."
+    }
+    for old in imported & areas.keys():
+        if areas[old] in taken:
+            raise LayoutError(
+                f"{path}: router module {old!r} cannot become {areas[old]!r}, a name this file "
+                "already uses; rename that name in the template"
+            )
     dotted = (
         re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\.(?=[a-z_])") if names else None
     )
@@ -173,7 +208,7 @@ def _rewrite(path: str, text: str, names: dict[str, str | None], package: str = 
                 f"{path}:{token.start[0]}: {token.string!r} is used other than as the module "
                 "app." + token.string + "; rename that name in the template"
             )
-        new_name = names[token.string]
+        new_name = renames[token.string]
         if new_name is None:
             edits.append((at, offset(*tokens[index + 1].end), ""))
         else:
@@ -184,7 +219,11 @@ def _rewrite(path: str, text: str, names: dict[str, str | None], package: str = 
 
 
 def _import(
-    node: ast.ImportFrom, names: dict[str, str | None], package: str, imported: set[str]
+    node: ast.ImportFrom,
+    names: dict[str, str | None],
+    package: str,
+    areas: dict[str, str],
+    imported: set[str],
 ) -> str | None:
     """The rewritten import statement (``""``: none left), or None to keep it."""
     assert node.module is not None
@@ -202,9 +241,22 @@ def _import(
             kept.setdefault(alias.name, alias)
         aliases = sorted(kept.values(), key=lambda a: a.name)
         return ast.unparse(ast.ImportFrom("app", aliases, 0)) if aliases else ""
-    head, _, rest = node.module.partition(".")[2].partition(".")
-    if head == _PACKAGE and package != _PACKAGE:
-        module = ".".join(filter(None, ("app", package, rest)))
+    top, _, tail = node.module.partition(".")
+    head, _, rest = tail.partition(".")
+    if top == "app" and head == _PACKAGE and not rest:  # from app.routers import users, ...
+        renamed = [alias for alias in node.names if alias.name in areas]
+        if not renamed and package == _PACKAGE:
+            return None
+        imported.update(alias.name for alias in renamed if not alias.asname)
+        aliases = [ast.alias(areas.get(a.name, a.name), a.asname) for a in node.names]
+        aliases.sort(key=lambda a: a.name)
+        return ast.unparse(ast.ImportFrom(f"app.{package}", aliases, 0))
+    if top == "app" and head == _PACKAGE:  # from app.routers.users import ...
+        module, _, inner = rest.partition(".")
+        rest = ".".join(filter(None, (areas.get(module, module), inner)))
+        if rest == node.module.removeprefix(f"app.{_PACKAGE}.") and package == _PACKAGE:
+            return None
+        module = ".".join(("app", package, rest))
     elif head in names:
         if names[head] is None:
             return ""

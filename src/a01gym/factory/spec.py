@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from a01gym.factory import families
 
 __all__ = [
+    "AREA_NAMES",
     "DECOY_KINDS",
     "MAX_COMPANIONS",
     "RESERVED_COLUMNS",
@@ -261,6 +262,29 @@ class Knobs(_Model):
     )
 
 
+AREA_NAMES: dict[str, tuple[str, ...]] = {
+    "admin": ("admin", "backoffice", "console"),
+    "api": ("api", "integrations", "partners"),
+    "feed": ("feed", "activity", "timeline"),
+    "files": ("files", "uploads", "attachments"),
+    "internal": ("internal", "system", "maintenance"),
+    "members": ("members", "roster", "membership"),
+    "ops": ("ops", "monitoring", "probes"),
+    "public": ("public", "site", "meta"),
+    "records": ("records", "items", "entries"),
+    "reports": ("reports", "exports", "printouts"),
+    "sharing": ("sharing", "links", "shares"),
+    "signin": ("signin", "login", "sessions"),
+    "tenant": ("tenant", "organization", "workspace"),
+    "users": ("users", "accounts", "people", "profiles", "directory"),
+    "web": ("web", "forms", "frontend"),
+}
+"""Each router module's spellings, the skeleton's first: common names for the same area in real
+apps. No spelling is another module's (of the package or of ``app``), so a rename never clashes;
+none is a word the policy uses often (``page``, ``team``, ``role``), which would draw a
+keyword search to that router whatever holds the bug."""
+
+
 class Layout(_Model):
     """What the skeleton's shared modules are called, and which of them share a file
     (:mod:`a01gym.factory.layout` rewrites the rendered app to it). The defaults are the
@@ -284,6 +308,25 @@ class Layout(_Model):
     storage_in_repository: bool = Field(
         False, description="File storage lives in the repository module."
     )
+    areas: dict[str, str] = Field(
+        default_factory=dict,
+        description="Router modules this app names otherwise than the skeleton: the skeleton's "
+        "name -> one of its spellings in AREA_NAMES.",
+    )
+
+    @field_validator("areas")
+    @classmethod
+    def _known_spellings(cls, areas: dict[str, str]) -> dict[str, str]:
+        for old, new in areas.items():
+            if new not in AREA_NAMES.get(old, ()) or new == old:
+                raise ValueError(
+                    f"areas[{old!r}] must be another spelling of a router module, one of "
+                    f"{list(AREA_NAMES.get(old, ()))[1:]}; got {new!r}"
+                )
+        return dict(sorted(areas.items()))
+
+    def __hash__(self) -> int:  # frozen models hash their fields, and a dict has no hash
+        return hash(self.model_dump_json())
 
 
 class ScenarioSpec(_Model):

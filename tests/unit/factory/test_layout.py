@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import ast
 import collections
+import typing
 
 import pytest
+from pydantic import ValidationError
 
 from a01gym.factory import author, compiler, config, layout, mutator
-from a01gym.factory.spec import Layout
+from a01gym.factory.spec import AREA_NAMES, Layout
 
 _SOURCE = {
     "app/security.py": '"""Auth."""\n\nfrom app import db\n\n\ndef current_user() -> str:\n'
@@ -71,9 +73,62 @@ def test_a_module_name_used_as_a_variable_is_refused_with_file_and_line() -> Non
         layout.apply(Layout(security="auth"), source)
 
 
-def test_canonical_maps_a_layouts_paths_back_to_the_skeletons() -> None:
-    drawn = Layout(routers="views", security="identity", policy="access", repository="store")
+def test_renamed_router_modules_move_and_the_app_imports_them_by_their_new_names() -> None:
+    source = dict(_SOURCE)
+    source["app/routers/users.py"] = '"""Profiles."""\n\nrouter = object()\n'
+    source["app/main.py"] = (
+        "from app.routers import records, users\nfrom app.routers.users import router\n\n"
+        "app = [records.router, users.router, router]\n"
+    )
 
+    files = layout.apply(
+        Layout(routers="endpoints", areas={"users": "people", "records": "entries"}), source
+    )
+
+    assert "app/endpoints/people.py" in files and "app/endpoints/entries.py" in files
+    assert not any(p.endswith(("/users.py", "/records.py")) for p in files)
+    assert files["app/main.py"] == (
+        "from app.endpoints import entries, people\nfrom app.endpoints.people import router\n\n"
+        "app = [entries.router, people.router, router]\n"
+    )
+    # a module that never imports a router is not touched, though it says "records"
+    assert files["app/endpoints/entries.py"] == source["app/routers/records.py"]
+
+
+def test_a_router_renamed_to_a_name_the_importer_already_uses_is_refused() -> None:
+    source = dict(_SOURCE)
+    source["app/main.py"] = "from app.routers import records\n\nentries = [records.router]\n"
+
+    with pytest.raises(layout.LayoutError, match=r"app/main.py: router module 'records'"):
+        layout.apply(Layout(areas={"records": "entries"}), source)
+
+
+def test_router_spellings_are_distinct_and_never_another_modules_name() -> None:
+    spellings = [name for names in AREA_NAMES.values() for name in names]
+    modules = {
+        name
+        for field in ("routers", "security", "policy", "repository")
+        for name in typing.get_args(Layout.model_fields[field].annotation)
+    }
+    app_modules = {"config", "db", "main", "models", "tables", "tokens", "redirects", "services"}
+
+    assert len(spellings) == len(set(spellings))
+    assert all(names[0] == old for old, names in AREA_NAMES.items())
+    assert not set(spellings) & (modules | app_modules | {"storage"})
+    with pytest.raises(ValidationError, match="another spelling of a router module"):
+        Layout(areas={"users": "admin"})
+
+
+def test_canonical_maps_a_layouts_paths_back_to_the_skeletons() -> None:
+    drawn = Layout(
+        routers="views",
+        security="identity",
+        policy="access",
+        repository="store",
+        areas={"users": "accounts"},
+    )
+
+    assert layout.canonical(drawn, "app/views/accounts.py") == "app/routers/users.py"
     assert layout.canonical(drawn, "app/views/admin.py") == "app/routers/admin.py"
     assert layout.canonical(drawn, "app/identity.py") == "app/security.py"
     assert layout.canonical(drawn, "app/store.py") == "app/repository.py"
@@ -88,12 +143,16 @@ def test_drafts_draw_varied_layouts_and_every_one_renders_and_fixes_in_its_own_p
     # most drafts draw a layout, the skeleton's own stays common
     assert drawn[False] > 0.6 * len(specs) and drawn[True] > 0.05 * len(specs)
     assert len({s.layout for s in specs}) > 30
+    users = collections.Counter(s.layout.areas.get("users", "users") for s in specs)
+    assert len(users) == len(AREA_NAMES["users"]) and users["users"] < 0.6 * len(specs)
     for spec in specs[:21]:
         bundle = compiler.compile_bundle(spec)
         paths = set(bundle.workspace)
         assert f"app/{spec.layout.security}.py" in paths
         assert f"app/{spec.layout.repository}.py" in paths
         assert any(p.startswith(f"app/{spec.layout.routers}/") for p in paths)
+        for old in spec.layout.areas:
+            assert f"app/{spec.layout.routers}/{old}.py" not in paths
         assert ("app/storage.py" in paths) != spec.layout.storage_in_repository
         assert set(bundle.hidden.reference_fix.files) <= paths
         for path, content in bundle.workspace.items():
@@ -107,7 +166,14 @@ def test_the_layout_changes_paths_never_the_vulnerable_and_fixed_code() -> None:
     spec = author.TemplateAuthor().draft(author.plan(config.FactoryConfig(count=1, seed=3))[0])
     default = spec.model_copy(update={"layout": Layout()})
     drawn = spec.model_copy(
-        update={"layout": Layout(security="auth", repository="crud", routers="routes")}
+        update={
+            "layout": Layout(
+                security="auth",
+                repository="crud",
+                routers="routes",
+                areas={"records": "items", "users": "people", "admin": "console"},
+            )
+        }
     )
 
     plain, moved = mutator.mutate(default), mutator.mutate(drawn)
