@@ -20,7 +20,7 @@ has kept each line on its line since the probes began naming lines (same day): `
 a probe that finds k files equally good counts 1/k for each the fix changes, instead of the
 one its draw names; over all families ``nearest_diff`` 25.4, ``sibling_asymmetry`` 19.9 (from
 19), and the gate fails the same pairs. Router modules have drawn their names as well since
-(``spec.AREA_NAMES``): ``nearest_diff`` 26.9 (F21, the worst family, 4 of 14 from 3),
+(``layoutspec.AREA_NAMES``): ``nearest_diff`` 26.9 (F21, the worst family, 4 of 14 from 3),
 ``policy_keywords`` 3.1 (from 5.2), the others unchanged.
 """
 

@@ -3,9 +3,9 @@
 Every app used to ship one file set (``app/security.py``, ``app/policy.py``,
 ``app/repository.py``, ``app/storage.py``, ``app/routers/*.py``): after one episode an agent
 knows where each concern lives, and a path it remembers from the last task of a family is
-where the next one's bug is (issue 28, item 3). A :class:`~a01gym.factory.spec.Layout` names
+where the next one's bug is (issue 28, item 3). A :class:`~a01gym.factory.layoutspec.Layout` names
 the security, policy and repository modules, the routers package and each router module from
-common spellings (:data:`~a01gym.factory.spec.AREA_NAMES`), and may merge the policy into the
+common spellings (:data:`~a01gym.factory.layoutspec.AREA_NAMES`), and may merge the policy into the
 security module and file storage into the repository, as many real apps do. :func:`draw` picks
 one per seed; the renderer writes the default layout and :func:`apply` rewrites the finished
 files to the spec's.
@@ -30,7 +30,7 @@ import tokenize
 import typing
 
 from a01gym.factory.codetext import first_line
-from a01gym.factory.spec import AREA_NAMES, Layout
+from a01gym.factory.layoutspec import AREA_NAMES, Layout
 
 __all__ = ["LAYOUT_SHARE", "LayoutError", "apply", "canonical", "draw"]
 

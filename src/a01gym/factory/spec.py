@@ -19,6 +19,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from a01gym.factory import families
+from a01gym.factory.layoutspec import AREA_NAMES, Layout
 
 __all__ = [
     "AREA_NAMES",
@@ -260,73 +261,6 @@ class Knobs(_Model):
     data_access: Literal["sqlite3", "sqlalchemy"] = Field(
         "sqlite3", description="How the app reaches its database: raw sqlite3 or SQLAlchemy ORM."
     )
-
-
-AREA_NAMES: dict[str, tuple[str, ...]] = {
-    "admin": ("admin", "backoffice", "console"),
-    "api": ("api", "integrations", "partners"),
-    "feed": ("feed", "activity", "timeline"),
-    "files": ("files", "uploads", "attachments"),
-    "internal": ("internal", "system", "maintenance"),
-    "members": ("members", "roster", "membership"),
-    "ops": ("ops", "monitoring", "probes"),
-    "public": ("public", "site", "meta"),
-    "records": ("records", "items", "entries"),
-    "reports": ("reports", "exports", "printouts"),
-    "sharing": ("sharing", "links", "shares"),
-    "signin": ("signin", "login", "sessions"),
-    "tenant": ("tenant", "organization", "workspace"),
-    "users": ("users", "accounts", "people", "profiles", "directory"),
-    "web": ("web", "forms", "frontend"),
-}
-"""Each router module's spellings, the skeleton's first: common names for the same area in real
-apps. No spelling is another module's (of the package or of ``app``), so a rename never clashes;
-none is a word the policy uses often (``page``, ``team``, ``role``), which would draw a
-keyword search to that router whatever holds the bug."""
-
-
-class Layout(_Model):
-    """What the skeleton's shared modules are called, and which of them share a file
-    (:mod:`a01gym.factory.layout` rewrites the rendered app to it). The defaults are the
-    skeleton as rendered."""
-
-    routers: Literal["routers", "routes", "endpoints", "views"] = Field(
-        "routers", description="The package holding one router module per area."
-    )
-    security: Literal["security", "auth", "deps", "identity"] = Field(
-        "security", description="Authentication and role checks."
-    )
-    policy: Literal["policy", "permissions", "access", "rules"] = Field(
-        "policy", description="Who may do what to a record."
-    )
-    repository: Literal["repository", "queries", "store", "crud"] = Field(
-        "repository", description="The data access functions."
-    )
-    policy_in_security: bool = Field(
-        False, description="The policy's functions live in the security module."
-    )
-    storage_in_repository: bool = Field(
-        False, description="File storage lives in the repository module."
-    )
-    areas: dict[str, str] = Field(
-        default_factory=dict,
-        description="Router modules this app names otherwise than the skeleton: the skeleton's "
-        "name -> one of its spellings in AREA_NAMES.",
-    )
-
-    @field_validator("areas")
-    @classmethod
-    def _known_spellings(cls, areas: dict[str, str]) -> dict[str, str]:
-        for old, new in areas.items():
-            if new not in AREA_NAMES.get(old, ()) or new == old:
-                raise ValueError(
-                    f"areas[{old!r}] must be another spelling of a router module, one of "
-                    f"{list(AREA_NAMES.get(old, ()))[1:]}; got {new!r}"
-                )
-        return dict(sorted(areas.items()))
-
-    def __hash__(self) -> int:  # frozen models hash their fields, and a dict has no hash
-        return hash(self.model_dump_json())
 
 
 class ScenarioSpec(_Model):

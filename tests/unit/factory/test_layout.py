@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from a01gym.factory import author, compiler, config, layout, mutator
-from a01gym.factory.spec import AREA_NAMES, Layout
+from a01gym.factory.layoutspec import AREA_NAMES, Layout
 
 _SOURCE = {
     "app/security.py": '"""Auth."""\n\nfrom app import db\n\n\ndef current_user() -> str:\n'
