@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import collections
 import json
-import math
 from pathlib import Path
 
 from a01gym.factory import author, compiler, config, giveaway_gate, giveaways
@@ -31,15 +30,14 @@ def _fails(rate: float, chance: float, trials: int) -> float:
         (
             k
             for k in range(trials + 1)
-            if giveaway_gate.binomial_tail(k, trials, 2 * chance) < giveaway_gate.GATE_ALPHA
+            if giveaway_gate.binomial_tail(k, trials, giveaway_gate.GATE_FACTOR * chance)
+            < giveaway_gate.GATE_ALPHA
         ),
         None,
     )
     if need is None:
         return 0.0
-    return sum(
-        math.comb(trials, k) * rate**k * (1 - rate) ** (trials - k) for k in range(need, trials + 1)
-    )
+    return giveaway_gate.binomial_tail(need, trials, rate)
 
 
 def main() -> None:
