@@ -114,7 +114,7 @@ class _Renderer(
         # in family order, never the bug's first: main.py's includes, config and security
         # lines would otherwise name the family with the bug.
         self.extra = FamilyApp()
-        for family_id in sorted((spec.bug.family, *spec.companions)):
+        for family_id in sorted(spec.families):
             hook = families.family(family_id).app
             if hook is not None:
                 self.extra = self.extra.merged(hook(self))

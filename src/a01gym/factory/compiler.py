@@ -168,7 +168,7 @@ def policy_lines(spec: ScenarioSpec) -> list[str]:
     lines.append("The health check and the administrator guide are public.")
     if "public_stats" in spec.decoys:  # the app serves the count: a rule the app keeps
         lines.append(f"The number of {spec.domain.entity.label} records is public (no content).")
-    for family_id in (spec.bug.family, *spec.companions):
+    for family_id in spec.families:
         extra = families.family(family_id).policy
         lines += extra(spec) if extra is not None else []
     # An order drawn per scenario: the family's own rule is not always the last line.

@@ -3,10 +3,11 @@
 Every app used to ship one file set (``app/security.py``, ``app/policy.py``,
 ``app/repository.py``, ``app/storage.py``, ``app/routers/*.py``): after one episode an agent
 knows where each concern lives, and a path it remembers from the last task of a family is
-where the next one's bug is (issue 28, item 3). A :class:`~a01gym.factory.layoutspec.Layout` names
-the security, policy and repository modules, the routers package and each router module from
-common spellings (:data:`~a01gym.factory.layoutspec.AREA_NAMES`), and may merge the policy into the
-security module and file storage into the repository, as many real apps do. :func:`draw` picks
+where the next one's bug is (issue 28, item 3). A :class:`~a01gym.factory.layoutspec.Layout`
+names the security, policy, repository and API token modules, the routers package and each
+router module from common spellings (:data:`~a01gym.factory.layoutspec.AREA_NAMES`), and may
+merge the policy into the security module and file storage into the repository, as many real
+apps do. :func:`draw` picks
 one per seed; the renderer writes the default layout and :func:`apply` rewrites the finished
 files to the spec's.
 
@@ -38,7 +39,7 @@ LAYOUT_SHARE = 0.8
 """Share of template drafts whose layout is drawn; the rest keep the skeleton's own, which
 stays the most common single layout (the others are each rarer)."""
 
-_RENAMED = ("security", "policy", "repository")
+_RENAMED = ("security", "policy", "repository", "tokens")
 _PACKAGE = "routers"
 
 
@@ -53,13 +54,15 @@ def draw(seed: int) -> Layout:
     rng = random.Random(int.from_bytes(hashlib.sha256(f"{seed}\x00layout".encode()).digest()[:8]))
     if rng.random() >= LAYOUT_SHARE:
         return Layout()
-    names = {
-        field: rng.choice(typing.get_args(Layout.model_fields[field].annotation))
-        for field in ("routers", *_RENAMED)
-    }
+
+    def spelling(field: str) -> str:
+        return rng.choice(typing.get_args(Layout.model_fields[field].annotation))
+
+    names = {field: spelling(field) for field in ("routers", "security", "policy", "repository")}
     policy_in_security = rng.random() < 0.4
     storage_in_repository = rng.random() < 0.4
     areas = {old: rng.choice(spellings) for old, spellings in AREA_NAMES.items()}
+    names["tokens"] = spelling("tokens")  # drawn last: the draws before it stay as they were
     return Layout(
         **names,
         policy_in_security=policy_in_security,
@@ -178,10 +181,17 @@ def _rewrite(
         for i, t in enumerate(tokens)
         if t.type == tokenize.NAME and tokens[i - 1].string != "."
     }
-    for old in imported & areas.keys():
-        if areas[old] in taken:
+    modules = {  # a merge renames a module to another this file may import already: no clash
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "app" and not node.level
+        for alias in node.names
+    }
+    for old in sorted(imported):
+        if renames[old] in taken - modules:
+            kind = "router module" if old in areas else "module"
             raise LayoutError(
-                f"{path}: router module {old!r} cannot become {areas[old]!r}, a name this file "
+                f"{path}: {kind} {old!r} cannot become {renames[old]!r}, a name this file "
                 "already uses; rename that name in the template"
             )
     dotted = (

@@ -334,6 +334,11 @@ class ScenarioSpec(_Model):
         return self
 
     @property
+    def families(self) -> tuple[str, ...]:
+        """The bug's family and its companions: every family whose routes the app serves."""
+        return (self.bug.family, *self.companions)
+
+    @property
     def features(self) -> PolicyFeatures:
         """The policy's degrees of freedom."""
         return policy_features(list(self.policy))

@@ -176,7 +176,7 @@ def build_fixture(spec: ScenarioSpec) -> Fixture:
             for tenant, currency in (("a", "EUR"), ("b", "USD"))
         ],
     }
-    for family_id in (spec.bug.family, *spec.companions):
+    for family_id in spec.families:
         extra = families.family(family_id).fixture
         for table, rows in (extra(cast) if extra is not None else {}).items():
             tables[table] = [*tables.get(table, []), *rows]

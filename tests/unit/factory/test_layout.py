@@ -73,6 +73,25 @@ def test_a_module_name_used_as_a_variable_is_refused_with_file_and_line() -> Non
         layout.apply(Layout(security="auth"), source)
 
 
+def test_the_token_module_moves_with_its_importers_and_a_name_in_use_is_refused() -> None:
+    source = dict(_SOURCE)
+    source["app/tokens.py"] = '"""Signed API tokens."""\n\n\ndef issue() -> str:\n    return "t"\n'
+    source["app/routers/api.py"] = (
+        "from app import db, tokens\n\n\ndef token() -> str:\n"
+        "    return tokens.issue() + db.row()\n"
+    )
+
+    files = layout.apply(Layout(tokens="signing"), source)
+
+    assert "app/tokens.py" not in files and "app/signing.py" in files
+    assert "from app import db, signing\n" in files["app/routers/api.py"]
+    assert "return signing.issue() + db.row()" in files["app/routers/api.py"]
+    # a file that already uses the new name for something else is refused, not shadowed
+    source["app/routers/api.py"] += "\n\ndef bearer() -> str:\n    return tokens.issue()\n"
+    with pytest.raises(layout.LayoutError, match=r"api.py: module 'tokens' cannot become 'bearer'"):
+        layout.apply(Layout(tokens="bearer"), source)
+
+
 def test_renamed_router_modules_move_and_the_app_imports_them_by_their_new_names() -> None:
     source = dict(_SOURCE)
     source["app/routers/users.py"] = '"""Profiles."""\n\nrouter = object()\n'
@@ -107,7 +126,7 @@ def test_router_spellings_are_distinct_and_never_another_modules_name() -> None:
     spellings = [name for names in AREA_NAMES.values() for name in names]
     modules = {
         name
-        for field in ("routers", "security", "policy", "repository")
+        for field in ("routers", "security", "policy", "repository", "tokens")
         for name in typing.get_args(Layout.model_fields[field].annotation)
     }
     app_modules = {"config", "db", "main", "models", "tables", "tokens", "redirects", "services"}
@@ -125,10 +144,12 @@ def test_canonical_maps_a_layouts_paths_back_to_the_skeletons() -> None:
         security="identity",
         policy="access",
         repository="store",
-        areas={"users": "accounts"},
+        tokens="bearer",
+        areas={"users": "people"},
     )
 
-    assert layout.canonical(drawn, "app/views/accounts.py") == "app/routers/users.py"
+    assert layout.canonical(drawn, "app/views/people.py") == "app/routers/users.py"
+    assert layout.canonical(drawn, "app/bearer.py") == "app/tokens.py"
     assert layout.canonical(drawn, "app/views/admin.py") == "app/routers/admin.py"
     assert layout.canonical(drawn, "app/identity.py") == "app/security.py"
     assert layout.canonical(drawn, "app/store.py") == "app/repository.py"
@@ -145,6 +166,8 @@ def test_drafts_draw_varied_layouts_and_every_one_renders_and_fixes_in_its_own_p
     assert len({s.layout for s in specs}) > 30
     users = collections.Counter(s.layout.areas.get("users", "users") for s in specs)
     assert len(users) == len(AREA_NAMES["users"]) and users["users"] < 0.6 * len(specs)
+    spellings = typing.get_args(Layout.model_fields["tokens"].annotation)
+    assert {s.layout.tokens for s in specs} == set(spellings)
     for spec in specs[:21]:
         bundle = compiler.compile_bundle(spec)
         paths = set(bundle.workspace)
