@@ -31,7 +31,7 @@ import json
 import random
 from pathlib import Path
 
-from a01gym.factory import author, compiler, config, giveaways, layout
+from a01gym.factory import author, compiler, config, giveaway_gate, giveaways, layout
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.bundle import Bundle
 
@@ -104,8 +104,9 @@ def main() -> None:
             chance[family] += len(fixed & set(files)) / len(files)
             for probe in ("sibling_asymmetry", "largest_file"):
                 pointer = giveaways.PROBES[probe](bundle, [files], 0)
-                every = giveaways.candidates(pointer) if pointer else ()
-                hits[family, probe] += sum(c.path in fixed for c in every) / max(1, len(every))
+                hits[family, probe] += giveaway_gate.expected_hit(
+                    pointer, lambda c, fixed=fixed: c.path in fixed
+                )
             hits[family, "public_pages"] += _public_pages(spec, files, fixed, rng)
             hits[family, "repository_split"] += _repository_split(spec, bundle, files, fixed)
     pairs = {"sibling_asymmetry": "public_pages", "largest_file": "repository_split"}
@@ -120,16 +121,15 @@ def main() -> None:
                 what_if: round(changed / odds, 2),
             }
     print(json.dumps(rows, indent=1))
+    bar = giveaway_gate.GATE_FACTOR
     for probe, what_if in pairs.items():
-        above = [
-            f
-            for f, row in rows.items()
-            if row[probe][what_if] > 2  # type: ignore[index]
-        ]
-        before = [f for f, row in rows.items() if row[probe]["as_built"] > 2]  # type: ignore[index]
+        built, changed = (
+            [f for f, row in rows.items() if row[probe][key] > bar]  # type: ignore[index]
+            for key in ("as_built", what_if)
+        )
         print(
-            f"{probe}: {len(before)} families above 2x chance as built, {len(above)} with "
-            f"{what_if} ({', '.join(above) or 'none'})"
+            f"{probe}: {len(built)} families above {bar:g}x chance as built, {len(changed)} "
+            f"with {what_if} ({', '.join(changed) or 'none'})"
         )
     if args.json_out:
         out = {"seeds": args.seeds, "count": args.count, "families": rows}
