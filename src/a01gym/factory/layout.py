@@ -7,9 +7,8 @@ where the next one's bug is (issue 28, item 3). A :class:`~a01gym.factory.layout
 names the security, policy, repository and API token modules, the routers package and each
 router module from common spellings (:data:`~a01gym.factory.layoutspec.AREA_NAMES`), and may
 merge the policy into the security module and file storage into the repository, as many real
-apps do. :func:`draw` picks
-one per seed; the renderer writes the default layout and :func:`apply` rewrites the finished
-files to the spec's.
+apps do. :func:`draw` picks one per seed; the renderer writes the default layout and
+:func:`apply` rewrites the finished files to the spec's.
 
 The rewrite works on tokens and the syntax tree, never by running the code: import statements
 of ``app`` modules are rewritten whole, ``module.name`` references by token. A file that uses a
