@@ -161,8 +161,11 @@ def _rewrite(
 
     edits: list[tuple[int, int, str]] = []
     imported: set[str] = set()
+    modules: set[str] = set()  # what this file imports from app: a merge may rename onto one
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if node.module == "app":
+                modules.update(alias.asname or alias.name for alias in node.names)
             new = _import(node, names, package, areas, imported)
             if new is None:
                 continue
@@ -179,12 +182,6 @@ def _rewrite(
         t.string
         for i, t in enumerate(tokens)
         if t.type == tokenize.NAME and tokens[i - 1].string != "."
-    }
-    modules = {  # a merge renames a module to another this file may import already: no clash
-        alias.asname or alias.name
-        for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and node.module == "app" and not node.level
-        for alias in node.names
     }
     for old in sorted(imported):
         if renames[old] in taken - modules:
