@@ -54,10 +54,11 @@ def _public_pages(
 ) -> float:
     scores = {path: share for path, (share, _) in giveaways._asymmetry_scores(files).items()}
     pages = 1 + ("public_stats" in spec.decoys)
-    for host in (rng.choice(HOSTS) for _ in range(pages)):
-        for path in files:
-            if host != "public" and layout.canonical(spec.layout, path) == f"app/routers/{host}.py":
-                scores[path] = 1.0
+    hosts = {f"app/routers/{rng.choice(HOSTS)}.py" for _ in range(pages)}
+    hosts.discard("app/routers/public.py")  # where the pages are now: no change
+    for path in files:
+        if layout.canonical(spec.layout, path) in hosts:
+            scores[path] = 1.0
     return _share(scores, fixed)
 
 
@@ -76,8 +77,10 @@ def _repository_split(
         if repository in fixed:
             after = bundle.hidden.reference_fix.files[repository] or ""
             for i1, i2, _, _ in giveaways.changed_regions(text, after):
-                hit |= {repository} if i1 < first_lines else {"(second half)"}
-                hit |= {"(second half)"} if i2 > first_lines else set()
+                if i1 < first_lines:
+                    hit.add(repository)
+                if i1 >= first_lines or i2 > first_lines:  # lines from first_lines on
+                    hit.add("(second half)")
     largest = max(sizes.values())
     return _share({p: 1.0 for p, size in sizes.items() if size == largest}, hit)
 
