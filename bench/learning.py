@@ -69,58 +69,6 @@ TARGETS = {
 }
 
 
-async def _solve(url: str, cache: Path, hashes: list[str]) -> list[float]:
-    """The scripted solver on each scenario (the gateway logs every episode)."""
-    from a01gym.env.sampler import open_source
-    from a01gym.training import session, solver
-
-    source = open_source(cache)
-
-    async def one(digest: str) -> float:
-        episode = session.EpisodeSession(url)
-        agent = solver.SolverAgent(source)
-        try:
-            await episode.reset(scenario=digest, split="train", agent="solver")
-            await agent.start(episode.observation)
-            while not episode.done:
-                await episode.step(await agent.act(episode.observation))
-            return float(episode.reward or 0.0)
-        finally:
-            await episode.close()
-
-    return list(await asyncio.gather(*(one(h) for h in hashes)))
-
-
-def _evaluate(
-    url: str, model: str, adapter: Path | None, rows: list[dict], label: str, args: Any
-) -> list[dict]:
-    from a01gym.training import compare, policies, rollout
-
-    tokenizer, policy = compare.load_policy(model, adapter)
-    engine = rollout.RolloutEngine(
-        tokenizer,
-        url,
-        max_turns=args.max_turns,
-        max_completion_tokens=args.max_completion_tokens,
-        max_output_chars=args.max_output_chars,
-    )
-    try:
-        return compare.evaluate_model(
-            engine,
-            policies.ModelPolicy(
-                policy,
-                tokenizer,
-                max_new_tokens=args.max_new_tokens,
-                temperature=args.eval_temperature,
-            ),
-            [{**row, "agent": label} for row in rows],
-            batch_size=args.batch,
-            label=label,
-        )
-    finally:
-        engine.close()
-
-
 def _scenario_means(records: list[dict], samples: int) -> list[float]:
     """Mean reward per held-out scenario (rows hold each scenario ``samples`` times in a row),
     the unit the paired bootstrap resamples."""
@@ -241,8 +189,10 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     # transcript's diff beside the model's own turns.
     logs = cfg.output_dir / "gateway"
     with gateway_thread(work / "cache", logs) as url:
-        solved = timed("solver", lambda: asyncio.run(_solve(url, work / "cache", sft_set)))
-        result["solver_mean_reward"] = round(statistics.fmean(solved), 4)
+        solved = timed(
+            "solver", lambda: asyncio.run(realmodels.solve(url, work / "cache", sft_set))
+        )
+        result["solver_mean_reward"] = round(statistics.fmean(r["reward"] for r in solved), 4)
         data = work / "sft-data"
         trajectories.export_trajectories(
             logs,
@@ -250,18 +200,29 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             min_reward=1.0,
             max_output_chars=args.max_output_chars,
         )
-        base = timed("base_eval", _evaluate, url, spec, None, rows, "base", args)
+        base = timed("base_eval", realmodels.evaluate, url, spec, None, rows, "base", args)
         warm = timed(
             "sft", lambda: sft.warm_start(spec, data, work / "sft-model", cfg.sft, seed=args.seed)
         )
-        tuned = timed("sft_eval", _evaluate, url, str(warm), None, rows, "sft", args)
+        tuned = timed("sft_eval", realmodels.evaluate, url, str(warm), None, rows, "sft", args)
         timed("grpo", lambda: grpo.train(cfg, model_path=str(warm), gateway_url=url))
         adapter = cfg.output_dir / "adapter"
-        trained = timed("trained_eval", _evaluate, url, str(warm), adapter, rows, "trained", args)
+        trained = timed(
+            "trained_eval", realmodels.evaluate, url, str(warm), adapter, rows, "trained", args
+        )
     with gateway_thread(work / "other", cfg.output_dir / "gateway-other") as url:
-        other_base = timed("other_base_eval", _evaluate, url, spec, None, other_rows, "base", args)
+        other_base = timed(
+            "other_base_eval", realmodels.evaluate, url, spec, None, other_rows, "base", args
+        )
         other_trained = timed(
-            "other_trained_eval", _evaluate, url, str(warm), adapter, other_rows, "trained", args
+            "other_trained_eval",
+            realmodels.evaluate,
+            url,
+            str(warm),
+            adapter,
+            other_rows,
+            "trained",
+            args,
         )
     # The run folder's eval/ (what `a01gym report RUN_DIR` draws per family): each model's
     # episodes of both families under one label.
