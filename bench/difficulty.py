@@ -1,8 +1,9 @@
 """Difficulty against success: does a scenario's difficulty score predict how often a real,
 fine-tuned model fixes it? (issue 28, item 5)
 
-The score (``ScenarioSpec.difficulty``) is a hand-weighted sum of knobs: sites, how far the
-check sits from the route, indirection, decoys, hint level. Calibrating it needs an agent that
+The score (:mod:`a01gym.factory.difficulty`) is a hand-weighted sum of features measured on
+the compiled scenario: sites, the fix's files, where it lands, whether the admin-guard style
+moves it, decoys, hint level. Calibrating it needs an agent that
 sometimes succeeds and sometimes fails; zero-shot, no model runnable here fixes anything
 (README, real models), but SmolLM2-135M fine-tuned on the scripted solver's episodes of one
 family fixes some (``bench/learning.py``: 4 of 12). So this bench:
@@ -12,8 +13,8 @@ family fixes some (``bench/learning.py``: 4 of 12). So this bench:
    shortest plausible episode takes) and fine-tunes the model on the episodes of a
    band-balanced SFT set (``--sft-scenarios``);
 3. plays the fine-tuned model on every other scenario (``--eval-samples`` each at
-   ``--eval-temperature``) and sets each scenario's measured features (the knobs from its
-   labels; the reference fix's files, hunks and changed lines; the solver's steps) against
+   ``--eval-temperature``) and sets each scenario's features (those of its difficulty score,
+   :mod:`a01gym.factory.difficulty`; the fix's hunks and changed lines; the solver's steps) against
    the model's mean reward and resolved rate there.
 
 Reported: per band, the scenarios, the solver's and the model's resolved rate (Wilson 95%
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import tempfile
@@ -60,12 +62,11 @@ FEATURES = (
     "lines",
     "solver_steps",
 )
-_DISTANCE = {"route": 0, "service": 1, "repository": 2}
-_INDIRECTION = {"dependency": 0, "router": 1, "decorator": 1, "middleware": 2}
 
 
 def features(bundle: Bundle) -> dict[str, Any]:
-    """The scenario's knobs (from its labels) and its reference fix's size."""
+    """The scenario's difficulty features (measured at compile time, in its labels) and its
+    reference fix's size."""
     import difficulty_probe  # tools/, on the path once realmodels is imported
 
     labels = bundle.hidden.labels
@@ -75,12 +76,7 @@ def features(bundle: Bundle) -> dict[str, Any]:
     return {
         "band": labels["difficulty"],
         "score": float(labels["difficulty_score"]),
-        "sites": len(labels["sites"].split(",")),
-        "distance": _DISTANCE[labels["distance"]],
-        "indirection": _INDIRECTION[labels["indirection"]],
-        "decoys": len([d for d in labels["decoys"].split(",") if d]),
-        "hint_level": int(labels["hint_level"]),
-        "files": len(bundle.hidden.reference_fix.files),
+        **json.loads(labels["difficulty_features"]),
         "hunks": hunks,
         "lines": lines,
     }

@@ -2,8 +2,9 @@
 
     .venv/bin/python tools/difficulty_probe.py --count 300 --json-out difficulty.json
 
-``ScenarioSpec.difficulty`` is a weighted sum of knobs (sites, distance, indirection, decoys,
-hint level) whose weights were set by hand (issue 28, item 5). This measures, over compiled
+The score (:mod:`a01gym.factory.difficulty`) is a weighted sum of features measured on the
+compiled scenario (sites, the fix's files, where it lands, whether the admin-guard style moves
+it, decoys, hint level), its weights set by hand (issue 28, item 5). This measures, over compiled
 template drafts (no sandbox: the fix is fixed at compile time), what the fix asks of an agent:
 files it touches, hunks, changed lines; and prints per band their medians, the share of
 ``hard`` scenarios fixed in at most two lines, and Spearman's rank correlation of the score with
@@ -72,11 +73,13 @@ def measure(count: int, seed: int) -> dict[str, object]:
         bundle = compiler.compile_bundle(spec)
         fix = dict(bundle.hidden.reference_fix.files)
         hunks, lines = fix_size(dict(bundle.workspace), fix)
+        labels = bundle.hidden.labels
         rows.append(
             {
                 "family": spec.bug.family,
-                "score": spec.difficulty(),
-                "band": spec.difficulty_band(),
+                "drafted": request.band,
+                "score": float(labels["difficulty_score"]),
+                "band": labels["difficulty"],
                 "files": len(fix),
                 "hunks": hunks,
                 "lines": lines,
@@ -98,6 +101,11 @@ def measure(count: int, seed: int) -> dict[str, object]:
         "bands": bands,
         "hard_fixed_in_two_lines": sum(r["lines"] <= 2 for r in hard),
         "hard": len(hard),
+        # the weights keep every draft asked for as easy labelled easy (factory/difficulty.py)
+        "easy_drafts_labelled_easy": [
+            sum(r["band"] == "easy" for r in rows if r["drafted"] == "easy"),
+            sum(r["drafted"] == "easy" for r in rows),
+        ],
         "spearman": {m: spearman(scores, [r[m] for r in rows]) for m in MEASURES},
     }
 

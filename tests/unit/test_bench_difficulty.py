@@ -18,17 +18,20 @@ import difficulty  # noqa: E402
 
 
 @pytest.mark.parametrize("band", ["easy", "hard"])
-def test_features_are_the_specs_knobs_and_the_fixs_size(band: str) -> None:
+def test_features_are_the_scores_and_the_fixs_size(band: str) -> None:
     request = author.DraftRequest(index=0, seed=7, family="F01", domain="notes", band=band)
     spec = author.TemplateAuthor().draft(request)
-    facts = difficulty.features(compiler.compile_bundle(spec))
-    assert facts["band"] == spec.difficulty_band()
-    assert facts["score"] == pytest.approx(spec.difficulty())
+    bundle = compiler.compile_bundle(spec)
+    facts = difficulty.features(bundle)
+    labels = bundle.hidden.labels
+    assert facts["band"] == labels["difficulty"]
+    assert facts["score"] == float(labels["difficulty_score"])
     assert facts["sites"] == len(spec.bug.sites)
     assert facts["decoys"] == len(spec.decoys)
     assert facts["hint_level"] == spec.knobs.hint_level
-    assert facts["distance"] == ("route", "service", "repository").index(spec.knobs.distance)
-    assert facts["files"] >= 1 and facts["lines"] >= facts["hunks"] >= facts["files"]
+    assert facts["files"] == len(bundle.hidden.reference_fix.files)
+    assert set(difficulty.FEATURES) - set(facts) == {"solver_steps"}  # added by the run
+    assert facts["lines"] >= facts["hunks"] >= facts["files"] >= 1
 
 
 def _row(band: str, score: float, rewards: list[float]) -> dict:

@@ -14,10 +14,19 @@ history, no reference fix, no mutation notes, no words such as "vulnerable" in t
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 
 from a01gym.errors import ScenarioError
-from a01gym.factory import exploits, families, guards, mutator, regressions, testkit
+from a01gym.factory import (
+    difficulty,
+    exploits,
+    families,
+    guards,
+    mutator,
+    regressions,
+    testkit,
+)
 from a01gym.factory.appgen import ENTRYPOINT, RenderedApp
 from a01gym.factory.mutator import Mutation
 from a01gym.factory.spec import ScenarioSpec
@@ -242,6 +251,8 @@ def compile_bundle(spec: ScenarioSpec, mutation: Mutation | None = None) -> Bund
                 description=actor.display_name or actor.role,
             )
         )
+    features = difficulty.measure(spec, mutation.vulnerable.files, mutation.fixed.files)
+    score = difficulty.score(features)
     digest = spec_digest(spec)
     manifest = Manifest(
         name=f"{spec.domain.id}-{digest[:10]}",
@@ -275,8 +286,9 @@ def compile_bundle(spec: ScenarioSpec, mutation: Mutation | None = None) -> Bund
             "decoys": ",".join(spec.decoys),
             "companions": ",".join(spec.companions),
             "layout": spec.layout.model_dump_json(),
-            "difficulty": spec.difficulty_band(),
-            "difficulty_score": f"{spec.difficulty():.3f}",
+            "difficulty": difficulty.band(score),
+            "difficulty_score": f"{score:.3f}",
+            "difficulty_features": json.dumps(features._asdict()),
             "spec_sha256": digest,
             **({"owasp_mapping": fam.mapping} if fam.mapping else {}),
         },

@@ -349,19 +349,3 @@ class ScenarioSpec(_Model):
             a for a in self.actors if a.role == role and (tenant is None or a.tenant == tenant)
         ]
         return matches[index]
-
-    def difficulty(self) -> float:
-        """A structural difficulty score in [0, 1] (research/a01-catalog.md §5.4)."""
-        score = 0.12 * (len(self.bug.sites) - 1)
-        score += {"route": 0.0, "service": 0.12, "repository": 0.18}[self.knobs.distance]
-        score += {"dependency": 0.0, "router": 0.08, "decorator": 0.08, "middleware": 0.1}[
-            self.knobs.indirection
-        ]
-        score += 0.06 * len(self.decoys)
-        score += 0.07 * (4 - self.knobs.hint_level)
-        return round(min(1.0, score), 3)
-
-    def difficulty_band(self) -> Literal["easy", "medium", "hard"]:
-        """``easy`` / ``medium`` / ``hard`` from :meth:`difficulty`."""
-        value = self.difficulty()
-        return "easy" if value < 0.3 else "medium" if value < 0.55 else "hard"

@@ -1,0 +1,88 @@
+"""The difficulty score: measured on the compiled scenario, so a knob that does not move the
+bug's fix adds nothing, and a draft asked for as ``easy`` is labelled ``easy``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from a01gym.factory import author, compiler, config, difficulty
+from a01gym.factory.spec import ScenarioSpec
+
+
+def _draft(family: str, band: str, seed: int = 3) -> ScenarioSpec:
+    request = author.DraftRequest(index=0, seed=seed, family=family, domain="notes", band=band)
+    return author.TemplateAuthor().draft(request)
+
+
+def _features(spec: ScenarioSpec) -> difficulty.Features:
+    labels = compiler.compile_bundle(spec).hidden.labels
+    features = difficulty.Features(**json.loads(labels["difficulty_features"]))
+    assert labels["difficulty_score"] == f"{difficulty.score(features):.3f}"
+    assert labels["difficulty"] == difficulty.band(difficulty.score(features))
+    return features
+
+
+def test_the_score_grows_with_each_feature() -> None:
+    base = difficulty.Features(
+        sites=1, files=1, distance=0, indirection=False, decoys=0, hint_level=4
+    )
+    assert difficulty.score(base) == 0.0
+    for change in (
+        {"sites": 2},
+        {"files": 2},
+        {"distance": 1},
+        {"indirection": True},
+        {"decoys": 1},
+        {"hint_level": 3},
+    ):
+        assert difficulty.score(base._replace(**change)) > difficulty.score(base), change
+    assert difficulty.score(base._replace(distance=2)) > difficulty.score(base._replace(distance=1))
+    most = difficulty.Features(
+        sites=9, files=9, distance=2, indirection=True, decoys=9, hint_level=0
+    )
+    assert difficulty.score(most) == 1.0
+    assert [difficulty.band(v) for v in (0.29, 0.3, 0.549, 0.55)] == [
+        "easy",
+        "medium",
+        "medium",
+        "hard",
+    ]
+
+
+def test_distance_is_where_the_fix_lands_not_the_knob() -> None:
+    # F01's record check follows the knob into the service layer or the repository
+    f01 = _draft("F01", "easy")
+    for knob, expected in (("route", 0), ("service", 1), ("repository", 2)):
+        spec = f01.model_copy(update={"knobs": f01.knobs.model_copy(update={"distance": knob})})
+        assert _features(spec).distance == expected, knob
+    # F17's debug route is fixed in its router whatever the knob says
+    f17 = _draft("F17", "easy")
+    far = f17.model_copy(update={"knobs": f17.knobs.model_copy(update={"distance": "repository"})})
+    assert _features(far) == _features(f17)
+    # F07's list filter is in the repository even at route distance
+    assert _features(_draft("F07", "easy")).distance == 2
+
+
+def test_indirection_counts_only_where_it_moves_the_fix() -> None:
+    def styled(spec: ScenarioSpec, style: str) -> ScenarioSpec:
+        return spec.model_copy(
+            update={"knobs": spec.knobs.model_copy(update={"indirection": style})}
+        )
+
+    f04 = _draft("F04", "easy")  # an admin route without its guard: the style is the fix
+    assert not _features(styled(f04, "dependency")).indirection
+    assert _features(styled(f04, "decorator")).indirection
+    f01 = _draft("F01", "easy")  # a record read: admin guards elsewhere change, its fix does not
+    assert not _features(styled(f01, "decorator")).indirection
+
+
+@pytest.mark.parametrize("seed", [28, 29])
+def test_drafts_asked_for_as_easy_are_labelled_easy(seed: int) -> None:
+    requests = author.plan(config.FactoryConfig(count=84, seed=seed))
+    easy = [r for r in requests if r.band == "easy"]
+    assert len(easy) >= 10
+    for request in easy:
+        bundle = compiler.compile_bundle(author.TemplateAuthor().draft(request))
+        assert bundle.hidden.labels["difficulty"] == "easy", (request, bundle.hidden.labels)
