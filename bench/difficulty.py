@@ -5,8 +5,9 @@ The score (:mod:`a01gym.factory.difficulty`) is a hand-weighted sum of features 
 the compiled scenario: sites, the fix's files, where it lands, whether the admin-guard style
 moves it, decoys, hint level. Calibrating it needs an agent that
 sometimes succeeds and sometimes fails; zero-shot, no model runnable here fixes anything
-(README, real models), but SmolLM2-135M fine-tuned on the scripted solver's episodes of one
-family fixes some (``bench/learning.py``: 4 of 12). So this bench:
+(README, real models), and SmolLM2-135M fine-tuned on the scripted solver's episodes of one
+family fixed 4 of 12 on 2026-11-29 (``bench/learning.py``; 0 of 12 on the apps of 2026-11-30).
+So this bench, for a model that can:
 
 1. builds one family in one domain (``--family``, ``--domain``) across all three bands;
 2. plays the scripted solver on every scenario (its success, and its steps: the work the
@@ -23,6 +24,9 @@ the model's per-scenario reward (negative: harder is worse); ``easy_minus_hard_r
 Targets: ``score_reward_spearman`` < 0 and ``easy_minus_hard_resolved`` > 0 (the label at
 least orders success). One family and one small model: what it says about the weights holds
 for what this model learned, no more; the table is the evidence a re-weighting would need.
+
+Run on 2026-11-30 (SmolLM2-135M, F01, notes; 25.6 minutes): solver 60/60, the fine-tuned model
+0/48 in every band, so no signal (docs/families.md, "Difficulty").
 
     python bench/difficulty.py --json-out runs/bench/difficulty.json
 """

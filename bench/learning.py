@@ -35,6 +35,12 @@ penalties; GRPO's own part -0.003 [-0.037, 0.018] (target missed); F02, never tr
 before and after. What made SFT fix anything: the solver's edits now name the ``line`` the
 quoted text starts on (:mod:`a01gym.training.solver`); trained on uniquely-quoted edits, the
 same SFT wrote the right check but quoted text other handlers repeat: 0/12 (2026-11-28).
+Re-run on 2026-11-30 on that day's apps (``--grpo-steps 1 --other-count 2``, 29.7 minutes,
+load 2.18): base, SFT and SFT + GRPO 0/12; trained - base +0.075 [0.072, 0.078], all of it from
+fewer invalid actions (``gain_from_fixes`` 0.0, missed). The apps had begun to draw module names
+and layouts: the handler that every 2026-11-29 episode found at ``app/routers/records.py:48``
+sat in eight files at lines 50-55, and the SFT model placed its (right) check by a recited line
+(docs/performance.md, real models).
 
 Reported: ``base_resolved_rate``, ``sft_resolved_rate``, ``trained_resolved_rate``;
 ``reward_gain_ci_low`` (trained vs base: the lower end of the paired bootstrap 95% interval over
