@@ -118,7 +118,8 @@ class FactoryConfig(_Model):
     families: _SomeFamilies = Field(default_factory=lambda: sorted(families.FAMILIES))
     difficulty: dict[Literal["easy", "medium", "hard"], float] = Field(
         default_factory=lambda: {"easy": 0.3, "medium": 0.45, "hard": 0.25},
-        description="Relative weights of difficulty bands.",
+        description="Relative weights of the bands drafted for (each draws its knobs); the label "
+        "is measured on the compiled scenario, and a hard draft can be labelled medium.",
     )
     author: AuthorConfig = Field(default_factory=AuthorConfig)
     split: SplitConfig = Field(default_factory=SplitConfig)
