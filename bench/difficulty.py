@@ -36,9 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -125,9 +123,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    work = args.work or Path(tempfile.mkdtemp(prefix="a01gym-bench-difficulty-"))
-    work.mkdir(parents=True, exist_ok=True)
-    os.environ["TRACKIO_DIR"] = str(work / "trackio")  # before trl/trackio are imported
+    work = realmodels.work_dir(args.work, "difficulty")
     import torch
 
     from a01gym.cli.background import gateway_thread
@@ -160,14 +156,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             "sft.learning_rate": args.sft_lr,
         },
     )
-    timings: dict[str, float] = {}
-
-    def timed(name: str, fn: Any, *a: Any) -> Any:
-        started = time.perf_counter()
-        value = fn(*a)
-        timings[name] = round(time.perf_counter() - started, 1)
-        print(f"difficulty bench: {name} done in {timings[name]} s", flush=True)
-        return value
+    timed = realmodels.Phases("difficulty")
 
     # the SFT data: the solver's episodes of the SFT set, logged by a gateway of their own
     logs = cfg.output_dir / "gateway-sft"
@@ -213,7 +202,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
         ),
         **summarise(scenarios),
         "scenarios": scenarios,
-        "timings_s": timings,
+        "timings_s": timed.timings,
         "run_dir": str(cfg.output_dir),
     }
 

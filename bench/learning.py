@@ -57,9 +57,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -110,9 +108,7 @@ def _sources_of_gain(before: list[dict], after: list[dict]) -> dict[str, float]:
 
 
 def main(args: argparse.Namespace) -> dict[str, Any]:
-    work = args.work or Path(tempfile.mkdtemp(prefix="a01gym-bench-learning-"))
-    work.mkdir(parents=True, exist_ok=True)
-    os.environ["TRACKIO_DIR"] = str(work / "trackio")  # before trl/trackio are imported
+    work = realmodels.work_dir(args.work, "learning")
     import torch
 
     from a01gym.cli.background import gateway_thread
@@ -182,14 +178,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
     )
     rows = [{"scenario": h, "split": "train"} for h in held_out for _ in range(args.eval_samples)]
     other_rows = [{"scenario": h, "split": "train"} for h in other]
-    timings: dict[str, float] = {}
-
-    def timed(name: str, fn: Any, *a: Any) -> Any:
-        started = time.perf_counter()
-        value = fn(*a)
-        timings[name] = round(time.perf_counter() - started, 1)
-        print(f"learning bench: {name} done in {timings[name]} s", flush=True)
-        return value
+    timed = realmodels.Phases("learning")
 
     # The gateways log under the run folder, so `a01gym report RUN_DIR` shows each
     # transcript's diff beside the model's own turns.
@@ -259,7 +248,7 @@ def main(args: argparse.Namespace) -> dict[str, Any]:
             3,
         ),
         **_sources_of_gain(base, trained),
-        timings_s=timings,
+        timings_s=timed.timings,
         run_dir=str(cfg.output_dir),
     )
     metrics = cfg.output_dir / "metrics.jsonl"

@@ -10,14 +10,41 @@ logged by the gateway, are the SFT data) and ``evaluate`` a model on rows of the
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import packaged_models
 
-__all__ = ["evaluate", "family_cache", "model_source", "solve"]
+__all__ = ["Phases", "evaluate", "family_cache", "model_source", "solve", "work_dir"]
+
+
+def work_dir(work: Path | None, bench: str) -> Path:
+    """The bench's work directory (a new temporary one unless given), with Trackio writing
+    under it: call it before anything imports trl or trackio."""
+    work = work or Path(tempfile.mkdtemp(prefix=f"a01gym-bench-{bench}-"))
+    work.mkdir(parents=True, exist_ok=True)
+    os.environ["TRACKIO_DIR"] = str(work / "trackio")
+    return work
+
+
+class Phases:
+    """Runs a bench's phases, printing each one's seconds as it ends (``timings``)."""
+
+    def __init__(self, bench: str) -> None:
+        self.bench = bench
+        self.timings: dict[str, float] = {}
+
+    def __call__(self, name: str, fn: Any, *args: Any) -> Any:
+        started = time.perf_counter()
+        value = fn(*args)
+        self.timings[name] = round(time.perf_counter() - started, 1)
+        print(f"{self.bench} bench: {name} done in {self.timings[name]} s", flush=True)
+        return value
 
 
 def model_source(name: str) -> tuple[str, str | None]:
