@@ -63,7 +63,9 @@ WEIGHTS = {
     "hint": 0.07,  # each hint level below the highest (4)
 }
 """Score per feature; ``easy`` is below 0.3, ``medium`` below 0.55, ``hard`` from there. An
-``easy`` draft scores at most 0.07 x 2 (hint 2) + 0.10 (data layer) + 0.04 (a second file)."""
+``easy`` draft at hint 2 whose fix changes two files in the data layer scores 0.07 x 2 + 0.10
++ 0.04 = 0.28 (no easy draft of the template author's fixes more; tests/unit/factory/
+test_difficulty.py checks two plans)."""
 
 
 def score(features: Features) -> float:
