@@ -148,7 +148,7 @@ class CoreModules(RenderHost):
             import inspect
             import sqlite3
             from collections.abc import Callable
-            from typing import Any
+            from typing import Annotated, Any
 
             from fastapi import Depends, HTTPException, Request, status
 
@@ -237,6 +237,10 @@ class CoreModules(RenderHost):
                 if not user.is_admin:
                     raise HTTPException(status.HTTP_403_FORBIDDEN, "administrator role required")
                 return user
+
+
+            SignedIn = Annotated[CurrentUser, Depends(current_user)]
+            AdminUser = Annotated[CurrentUser, Depends(require_admin)]
 
 
             def admin_only(handler: Callable[..., Any]) -> Callable[..., Any]:

@@ -26,6 +26,7 @@ import dataclasses
 from collections.abc import Mapping
 
 from a01gym.factory import (
+    aliases,
     appcore,
     appdata,
     apppolicy,
@@ -150,7 +151,9 @@ class _Renderer(
         if self.distance == "service":
             files["app/services.py"] = self.services()
         files["app/main.py"] = self.main()
-        files = prune.prune(self.style.finish(self, files))
+        files = self.style.finish(self, files)
+        files = aliases.apply(self.spec.seed, self.spec.layout.dependency_aliases, files)
+        files = prune.prune(files)
         files = layout.apply(self.spec.layout, files)
         files = {path: tidy(text) for path, text in files.items()}
         return RenderedApp(files=files, routes=sorted(set(self.routes)))

@@ -32,11 +32,15 @@ import typing
 from a01gym.factory.codetext import first_line
 from a01gym.factory.layoutspec import AREA_NAMES, Layout
 
-__all__ = ["LAYOUT_SHARE", "LayoutError", "apply", "canonical", "draw"]
+__all__ = ["ALIAS_SHARES", "LAYOUT_SHARE", "LayoutError", "apply", "canonical", "draw"]
 
 LAYOUT_SHARE = 0.8
 """Share of template drafts whose layout is drawn; the rest keep the skeleton's own, which
 stays the most common single layout (the others are each rarer)."""
+
+ALIAS_SHARES = (0.25, 0.5, 0.75)
+"""The shares of handlers taking their caller by alias that a drawn layout picks from
+(:mod:`a01gym.factory.aliases`)."""
 
 _RENAMED = ("security", "policy", "repository", "tokens")
 _PACKAGE = "routers"
@@ -61,9 +65,11 @@ def draw(seed: int) -> Layout:
     policy_in_security = rng.random() < 0.4
     storage_in_repository = rng.random() < 0.4
     areas = {old: rng.choice(spellings) for old, spellings in AREA_NAMES.items()}
-    names["tokens"] = spelling("tokens")  # drawn last: the draws before it stay as they were
+    names["tokens"] = spelling("tokens")  # drawn after the rest: the draws before it stay
+    dependency_aliases = rng.choice(ALIAS_SHARES)  # and so is this, after the token module
     return Layout(
         **names,
+        dependency_aliases=dependency_aliases,
         policy_in_security=policy_in_security,
         storage_in_repository=storage_in_repository,
         areas={old: new for old, new in areas.items() if new != old},

@@ -71,6 +71,14 @@ class Layout(BaseModel):
     storage_in_repository: bool = Field(
         False, description="File storage lives in the repository module."
     )
+    dependency_aliases: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of route handlers that take their caller by the security module's "
+        "Annotated alias (user: security.SignedIn) instead of Depends(security.current_user); "
+        "each handler is drawn by name (a01gym.factory.aliases).",
+    )
     areas: dict[str, str] = Field(
         default_factory=dict,
         description="Router modules this app names otherwise than the skeleton: the skeleton's "

@@ -8,12 +8,13 @@ shortcut finder that looks for an uncalled security helper (``factory/giveaways.
 ``python tools/giveaway_probe.py`` at the commit before this module). Worse, a bug that stops
 calling the one check that used a helper left it uncalled in the vulnerable app alone.
 
-:func:`prune` removes each rendering's unused top-level functions and settings
-(``UPPER_CASE = ...``) from the app's modules (not the routers, whose handlers the framework
-calls, nor ``main.py``), and then the imports only they used, so neither the skeleton nor the
-bug leaves a dead helper: an allow-list the vulnerable redirect never reads
-(``TRUSTED_REDIRECT_HOSTS``) is not there either, and a fix that needs a removed check writes
-it (the reference fix restores it). It reads the code's syntax tree, never running it.
+:func:`prune` removes each rendering's unused top-level functions, settings
+(``UPPER_CASE = ...``) and dependency aliases (``SignedIn = Annotated[...]``) from the app's
+modules (not the routers, whose handlers the framework calls, nor ``main.py``), and then the
+imports only they used, so neither the skeleton nor the bug leaves a dead helper: an
+allow-list the vulnerable redirect never reads (``TRUSTED_REDIRECT_HOSTS``) is not there
+either, and a fix that needs a removed check writes it (the reference fix restores it). It
+reads the code's syntax tree, never running it.
 """
 
 from __future__ import annotations
@@ -70,7 +71,9 @@ def prune(files: dict[str, str]) -> dict[str, str]:
     return files
 
 
-_TOP = re.compile(r"^(?:def|async def)\s+(\w+)|^([A-Z][A-Z0-9_]+)\s*=", re.MULTILINE)
+_TOP = re.compile(
+    r"^(?:def|async def)\s+(\w+)|^([A-Z][A-Z0-9_]+|[A-Z]\w+(?= = Annotated\[))\s*=", re.MULTILINE
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -132,7 +135,7 @@ def _without(text: str, unused: set[str]) -> str:
             gone = (
                 isinstance(target, ast.Name)
                 and target.id in unused
-                and bool(_CONSTANT.match(target.id))
+                and (bool(_CONSTANT.match(target.id)) or _annotated_alias(node.value))
             )
         else:
             gone = False
@@ -144,6 +147,15 @@ def _without(text: str, unused: set[str]) -> str:
             first -= 1
         del lines[first - 1 : last]
     return "".join(lines)
+
+
+def _annotated_alias(value: ast.expr) -> bool:
+    """``Annotated[...]``: a dependency alias (:mod:`a01gym.factory.aliases`)."""
+    return (
+        isinstance(value, ast.Subscript)
+        and isinstance(value.value, ast.Name)
+        and value.value.id == "Annotated"
+    )
 
 
 def _unused_imports_dropped(text: str, counts: collections.Counter[str], reached: set[str]) -> str:

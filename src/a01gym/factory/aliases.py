@@ -1,0 +1,80 @@
+"""Dependency aliases: some handlers take their caller as ``user: security.SignedIn``, the
+others as ``user: CurrentUser = Depends(security.current_user)``.
+
+Every generated handler used to spell its authentication one way, so the handler a bug left
+without its dependency, or with a weaker one, was the one sibling that lacked a name all the
+others had. Over 8 builds of 300 drafts (``tools/giveaway_ties.py --seeds 28-35``,
+``docs/results/giveaway-ties-tokens-2026-11-30.json``) ``sibling_asymmetry``
+(:mod:`a01gym.factory.giveaways`) named the bug's file at 4.5x chance for F03 (a route
+without authentication), 5.6x for F04 (an admin route that checks only sign-in) and 6.1x for
+F19 (an optional user where one is required): reading names, not checks, found the bug.
+
+Real FastAPI apps mix the two spellings: FastAPI's documentation recommends ``Annotated``
+aliases, and older handlers keep ``Depends(...)``. The spec's layout draws the share of
+handlers that take the alias (``Layout.dependency_aliases``, 0 for the skeleton's own layout),
+and each handler is drawn by the spec's seed and the handler's name, never by its mode: the
+vulnerable app, the reference fix and every trap spell one handler alike, so a reference fix
+of a handler that takes the alias writes the alias. A handler keeps ``Depends`` where the
+alias cannot stand (a parameter with a default before ``user``: Python would refuse the
+signature). The security module defines both aliases; :mod:`a01gym.factory.prune` drops the
+ones no router uses. The rewrite reads the syntax tree and edits lines; it never runs the code.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+
+__all__ = ["ALIASES", "apply", "chosen"]
+
+ALIASES = {"current_user": "SignedIn", "require_admin": "AdminUser"}
+"""The security module's dependency -> the ``Annotated`` alias it defines for it."""
+
+_PARAM = re.compile(
+    r"^(?P<indent>[ \t]+)user: CurrentUser = Depends\(security\.(?P<dependency>\w+)\),$"
+)
+
+
+def chosen(seed: int, share: float, handler: str) -> bool:
+    """Whether ``handler`` (a function name) of the spec drafted from ``seed`` takes the alias."""
+    digest = hashlib.sha256(f"{seed}\x00alias\x00{handler}".encode()).digest()
+    return int.from_bytes(digest[:8]) / 2**64 < share
+
+
+def apply(seed: int, share: float, files: dict[str, str]) -> dict[str, str]:
+    """``files`` with the chosen handlers of the routers taking their user by alias."""
+    if share <= 0:
+        return files
+    return {
+        path: _aliased(seed, share, text)
+        if path.startswith("app/routers/") and "Depends(security." in text
+        else text
+        for path, text in files.items()
+    }
+
+
+def _aliased(seed: int, share: float, text: str) -> str:
+    lines = text.split("\n")
+    changed = False
+    for node in ast.walk(ast.parse(text)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        positional = node.args.args
+        first_default = len(positional) - len(node.args.defaults)
+        for index, arg in enumerate(positional):
+            if arg.arg != "user" or index != first_default:
+                continue  # only the first defaulted parameter may lose its default
+            match = _PARAM.match(lines[arg.lineno - 1])
+            if match is None or match["dependency"] not in ALIASES:
+                continue
+            if chosen(seed, share, node.name):
+                alias = ALIASES[match["dependency"]]
+                lines[arg.lineno - 1] = f"{match['indent']}user: security.{alias},"
+                changed = True
+    if not changed:
+        return text
+    out = "\n".join(lines)
+    if not re.search(r"\bCurrentUser\b", out.replace("from app.security import CurrentUser\n", "")):
+        out = out.replace("from app.security import CurrentUser\n", "")
+    return out
