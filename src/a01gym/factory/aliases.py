@@ -23,6 +23,7 @@ ones no router uses. The rewrite reads the syntax tree and edits lines; it never
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import re
 
@@ -32,7 +33,8 @@ ALIASES = {"current_user": "SignedIn", "require_admin": "AdminUser"}
 """The security module's dependency -> the ``Annotated`` alias it defines for it."""
 
 _PARAM = re.compile(
-    r"^(?P<indent>[ \t]+)user: CurrentUser = Depends\(security\.(?P<dependency>\w+)\),$"
+    r"^(?P<indent>[ \t]+)user: CurrentUser = Depends\(security\.(?P<dependency>\w+)\),$",
+    re.MULTILINE,
 )
 
 
@@ -54,10 +56,16 @@ def apply(seed: int, share: float, files: dict[str, str]) -> dict[str, str]:
     }
 
 
+@functools.lru_cache(maxsize=4096)
 def _aliased(seed: int, share: float, text: str) -> str:
+    """Memoised: a scenario renders its app 6-10 times (fixed, vulnerable, each trap), and most
+    routers are the same text in all of them (uncached, the rewrite took a fifth of a
+    compile's CPU time)."""
+    if not any(m["dependency"] in ALIASES for m in _PARAM.finditer(text)):
+        return text
     lines = text.split("\n")
     changed = False
-    for node in ast.walk(ast.parse(text)):
+    for node in ast.parse(text).body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         positional = node.args.args
