@@ -117,7 +117,10 @@ def _app(r: Renderer) -> FamilyApp:
                 ) -> dict[str, Any]:
                     """Public counter for visitors; signed-in users also get their own $ents."""
                 $choose
-                    items = _owned(connection, owner) if owner is not None else []
+                    items = []
+                    if owner is not None:
+                        rows = connection.execute("SELECT * FROM $ents WHERE owner_id = ? ORDER BY id", [owner])
+                        items = [models.${Ent}Out.model_validate(dict(row)).model_dump() for row in rows.fetchall()]
                     return {"signed_in": user is not None, "$ents": repository.${Ent}Repository(connection).count(), "items": items}
                 ''',
                 choose=choose.replace("\n", "\n    ").join(["    ", ""]),
@@ -160,7 +163,8 @@ def _app(r: Renderer) -> FamilyApp:
                 ) -> list[dict[str, Any]]:
                     """A user's own $ents, newest first (their activity page)."""
                     $check
-                    return list(reversed(_owned(connection, user_id)))
+                    rows = connection.execute("SELECT * FROM $ents WHERE owner_id = ? ORDER BY id DESC", [user_id])
+                    return [models.${Ent}Out.model_validate(dict(row)).model_dump() for row in rows.fetchall()]
                 ''',
                 check=guard.check(refuse, 4),
                 user_type=user_type,
@@ -180,11 +184,6 @@ def _app(r: Renderer) -> FamilyApp:
         from app.security import CurrentUser
 
         router = APIRouter(tags=["feed"])
-
-
-        def _owned(connection: sqlite3.Connection, owner_id: int) -> list[dict[str, Any]]:
-            rows = connection.execute("SELECT * FROM $ents WHERE owner_id = ? ORDER BY id", [owner_id])
-            return [models.${Ent}Out.model_validate(dict(row)).model_dump() for row in rows.fetchall()]
         '''
     )
     return FamilyApp(
