@@ -197,7 +197,7 @@ class AdminRoutes(RenderHost):
         guard_words = {
             "dependency": "each handler depends on security.require_admin",
             "router": "the router carries the security.require_admin dependency",
-            "decorator": "handlers are wrapped in security.admin_only",
+            "decorator": "each handler is for administrators only",
             "middleware": "the admin guard middleware in main.py protects these paths",
         }[self.indirection]
         return (

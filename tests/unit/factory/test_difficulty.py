@@ -73,7 +73,13 @@ def test_indirection_counts_only_where_it_moves_the_fix() -> None:
 
     f04 = _draft("F04", "easy")  # an admin route without its guard: the style is the fix
     assert not _features(styled(f04, "dependency")).indirection
-    assert _features(styled(f04, "decorator")).indirection
+    plain = f04.layout.model_copy(update={"dependency_aliases": 0.0})
+    assert _features(styled(f04.model_copy(update={"layout": plain}), "decorator")).indirection
+    # ...unless the handler takes its caller by alias: an AdminUser under either style
+    aliased = f04.layout.model_copy(update={"dependency_aliases": 1.0})
+    assert not _features(
+        styled(f04.model_copy(update={"layout": aliased}), "decorator")
+    ).indirection
     f01 = _draft("F01", "easy")  # a record read: admin guards elsewhere change, its fix does not
     assert not _features(styled(f01, "decorator")).indirection
 
