@@ -32,7 +32,7 @@ import functools
 import hashlib
 import re
 
-__all__ = ["ALIASES", "apply", "chosen"]
+__all__ = ["ALIASES", "apply"]
 
 ALIASES = {"current_user": "SignedIn", "require_admin": "AdminUser"}
 """The security module's dependency -> the ``Annotated`` alias it defines for it."""
@@ -43,7 +43,7 @@ _PARAM = re.compile(
 )
 
 
-def chosen(seed: int, share: float, handler: str) -> bool:
+def _chosen(seed: int, share: float, handler: str) -> bool:
     """Whether ``handler`` (a function name) of the spec drafted from ``seed`` takes the alias."""
     digest = hashlib.sha256(f"{seed}\x00alias\x00{handler}".encode()).digest()
     return int.from_bytes(digest[:8]) / 2**64 < share
@@ -54,9 +54,7 @@ def apply(seed: int, share: float, files: dict[str, str]) -> dict[str, str]:
     if share <= 0:
         return files
     return {
-        path: _aliased(seed, share, text)
-        if path.startswith("app/routers/") and "Depends(security." in text
-        else text
+        path: _aliased(seed, share, text) if path.startswith("app/routers/") else text
         for path, text in files.items()
     }
 
@@ -81,7 +79,7 @@ def _aliased(seed: int, share: float, text: str) -> str:
             match = _PARAM.match(lines[arg.lineno - 1] or "")
             if match is None or match["dependency"] not in ALIASES:
                 continue
-            if chosen(seed, share, node.name):
+            if _chosen(seed, share, node.name):
                 alias = ALIASES[match["dependency"]]
                 for decorator in node.decorator_list:
                     # the admin_only wrapper and a signed-in caller: an administrator instead

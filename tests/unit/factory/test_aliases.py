@@ -98,28 +98,25 @@ def test_a_handler_wrapped_in_admin_only_takes_an_administrator_instead() -> Non
     }
 
 
+def _user_lines_changed(mutation: mutator.Mutation) -> int:
+    """Lines declaring a handler's ``user`` that the reference fix adds or removes."""
+    return sum(
+        line.startswith(("+    user", "-    user"))
+        for path, fixed in mutation.fixed.files.items()
+        for line in difflib.unified_diff(
+            mutation.vulnerable.files.get(path, "").splitlines(), fixed.splitlines(), n=0
+        )
+    )
+
+
 def test_handlers_are_drawn_by_name_so_every_rendering_spells_them_alike() -> None:
     # F03 removes a route's authentication: the reference fix must restore it in the
     # handler's own spelling and change nothing else
     for share in (0.5, 1.0):
         spec = _spec("F03", share)
-        mutation = mutator.mutate(spec)
-        changed = 0
-        for path, fixed in mutation.fixed.files.items():
-            vulnerable = mutation.vulnerable.files.get(path, "")
-            for line in difflib.unified_diff(vulnerable.splitlines(), fixed.splitlines(), n=0):
-                if line.startswith(("+user", "-user", "+    user", "-    user")):
-                    changed += 1
-        plain = mutator.mutate(spec.model_copy(update={"layout": Layout()}))
-        plain_changed = sum(
-            1
-            for path, fixed in plain.fixed.files.items()
-            for line in difflib.unified_diff(
-                plain.vulnerable.files.get(path, "").splitlines(), fixed.splitlines(), n=0
-            )
-            if line.startswith(("+    user", "-    user"))
-        )
-        assert changed == plain_changed >= 1
+        plain = spec.model_copy(update={"layout": Layout()})
+        changed = _user_lines_changed(mutator.mutate(spec))
+        assert changed == _user_lines_changed(mutator.mutate(plain)) >= 1
 
 
 def test_drafts_mix_both_spellings_and_the_security_module_keeps_only_used_aliases() -> None:
