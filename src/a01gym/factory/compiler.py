@@ -135,7 +135,7 @@ def policy_lines(spec: ScenarioSpec) -> list[str]:
     tenant = spec.domain.tenant_noun
     words = {
         "anonymous": "anyone",
-        "any_user": "any signed-in user",
+        "any_user": "anyone signed in",
         "owner": "its owner",
         "self": "the account holder",
         "team_if_shared": f"members of the owner's {tenant} when the record is shared (team)",

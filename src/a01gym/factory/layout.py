@@ -86,7 +86,7 @@ def apply(layout: Layout, files: dict[str, str]) -> dict[str, str]:
     Raises:
         LayoutError: a module name is used other than as that module somewhere.
     """
-    if layout.model_copy(update={"dependency_aliases": 0.0}) == Layout():
+    if layout.skeleton_names:
         return files
     files = dict(files)
     if layout.policy_in_security:

@@ -96,5 +96,11 @@ class Layout(BaseModel):
                 )
         return dict(sorted(areas.items()))
 
+    @property
+    def skeleton_names(self) -> bool:
+        """Whether every module keeps the skeleton's name and file (the alias share is a
+        spelling, not a name: it leaves every path as it is)."""
+        return self.model_copy(update={"dependency_aliases": 0.0}) == Layout()
+
     def __hash__(self) -> int:  # frozen models hash their fields, and a dict has no hash
         return hash(self.model_dump_json())

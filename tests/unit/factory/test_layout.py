@@ -159,9 +159,7 @@ def test_canonical_maps_a_layouts_paths_back_to_the_skeletons() -> None:
 def test_drafts_draw_varied_layouts_and_every_one_renders_and_fixes_in_its_own_paths() -> None:
     requests = author.plan(config.FactoryConfig(count=63, seed=11))
     specs = [author.TemplateAuthor().draft(r) for r in requests]
-    drawn = collections.Counter(
-        s.layout.model_copy(update={"dependency_aliases": 0.0}) == Layout() for s in specs
-    )
+    drawn = collections.Counter(s.layout.skeleton_names for s in specs)
 
     # most drafts draw a layout, the skeleton's own stays common
     assert drawn[False] > 0.6 * len(specs) and drawn[True] > 0.05 * len(specs)
