@@ -24,7 +24,9 @@ one its draw names; over all families ``nearest_diff`` 25.4, ``sibling_asymmetry
 ``policy_keywords`` 3.1 (from 5.2), the others unchanged. Re-set when the policy's rule for
 any signed-in caller stopped saying "user" (same day): ``policy_keywords`` 3.6 hits on this
 build (over seeds 28-35, 40.6 against 50.8; F09 2.0x chance from 3.1x), ``nearest_diff`` 29.3
-(2.01x; a redraw of equally near apps, not a change to any app's code).
+(2.01x; a redraw of equally near apps, not a change to any app's code). Since equally near
+apps each count alike (same day), a build's rates no longer follow its content hashes:
+``nearest_diff`` 25.1 (1.71x; F18, the worst family, 3.1 of 14).
 """
 
 from __future__ import annotations
@@ -67,10 +69,7 @@ def test_companions_and_layouts_cut_the_nearest_app_diff_probe_to_near_chance(
     bare = _rates([s.model_copy(update={"companions": [], "layout": Layout()}) for s in specs])
     before, after = bare["ALL"].probes["nearest_diff"], built["ALL"].probes["nearest_diff"]
     assert before.ratio > 4, before
-    # 2.01x on this build since the policy said "anyone signed in" (2.01x and 1.64x on seeds 29
-    # and 30): which of equally near apps is compared follows the content hashes, and the task
-    # text's new words alone moved this build from 22.9 to 29.3 expected hits
-    assert after.ratio <= 2.1, after
+    assert after.ratio <= 2.0, after
     assert after.hits * 2 <= before.hits, (before, after)
     worst = max(
         (row.probes["nearest_diff"].ratio, family)

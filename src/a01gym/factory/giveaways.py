@@ -18,7 +18,10 @@ compared with chance, the hit rate of a file drawn at random from the app's Pyth
   be). Files with nothing to compare with all score "all new" (no lines); the
   tie between them is drawn per scenario and file. It used to go to the order the app's files
   were written in, which an agent never sees and which put the bug's family first: a draw is
-  what an agent that remembers one app can do, no less (it cannot tell two new files apart);
+  what an agent that remembers one app can do, no less (it cannot tell two new files apart).
+  Where several other apps are equally similar, each is compared and counts alike (an agent
+  may remember any of them); the first in the population's order used to decide, and any
+  change to a task text reordered a build's content hashes and moved its rate;
 * ``unused_helper``: a file defining a function or setting no other line uses (a check the
   bug stopped calling; several such files: a draw), at the definition's line;
 * ``sibling_asymmetry``: the file with a function that lacks a check-like call (a name with
@@ -43,6 +46,7 @@ import difflib
 import hashlib
 import io
 import keyword
+import math
 import re
 import tokenize
 from collections.abc import Callable, Sequence
@@ -122,7 +126,8 @@ def python_files(bundle: Bundle) -> dict[str, str]:
 
 def _nearest_diff(bundle: Bundle, population: Sequence[dict[str, str]], own: int) -> Pointer | None:
     mine = population[own]
-    best, best_same = None, -1
+    nearest: list[dict[str, str]] = []
+    best_same = -1
     for index, other in enumerate(population):
         if index == own:
             continue
@@ -131,9 +136,29 @@ def _nearest_diff(bundle: Bundle, population: Sequence[dict[str, str]], own: int
         texts = set(other.values())
         same = sum(text in texts for text in mine.values())
         if same > best_same:
-            best, best_same = other, same
-    if best is None:
+            nearest, best_same = [other], same
+        elif same == best_same:
+            nearest.append(other)
+    # about half a build's apps have several equally near ones (2.3 on average, seed 28):
+    # each is compared, and counts alike, rather than the first in some order the content
+    # hashes decide (one such draw moved a 300-app build from 22.9 to 29.3 expected hits)
+    found = [p for p in (_diff_against(bundle, mine, best) for best in nearest) if p is not None]
+    if not found:
         return None
+    # each app's candidates weigh 1 / (apps x its candidates): as whole copies, in fewest
+    every = [candidates(p) for p in found]
+    times = math.lcm(*map(len, every))
+    weight: collections.Counter[Pointer] = collections.Counter()
+    for group in every:
+        weight.update({c: times // len(group) for c in group})
+    unit = math.gcd(*weight.values())
+    pooled = [c for c, n in weight.items() for _ in range(n // unit)]
+    return pooled[0]._replace(tied=tuple(pooled[1:]))
+
+
+def _diff_against(bundle: Bundle, mine: dict[str, str], best: dict[str, str]) -> Pointer | None:
+    """Where ``mine`` differs most from ``best``: the file (and its lines) least like its
+    counterpart there."""
     texts, own = set(best.values()), set(mine.values())
     counterparts = _paired(
         {path: text for path, text in mine.items() if path not in best and text not in texts},

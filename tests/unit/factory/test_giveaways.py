@@ -144,6 +144,43 @@ def test_the_nearest_diff_points_at_the_lines_a_removed_check_left() -> None:
     assert broken.splitlines()[5:7] == ["def a(user):", "    return 1"]
 
 
+def test_equally_near_apps_each_count_alike_whatever_their_order() -> None:
+    """Two apps share as many files with this one: each is compared, and each holds half the
+    probe's expected hit, so the order of the population (the content hashes' in a report)
+    decides nothing. Against the one, the routes file is new and the other differs a little;
+    against the other, both are new (a tie at 1.0): 1, then 1/2."""
+    shared = {"app/main.py": "app = make()\n", "app/db.py": "x = 1\ny = 2\n"}
+    mine = {**shared, "app/routes.py": "def a():\n    return 1\n", "app/c.py": "c = 1\n"}
+    lacking = {**shared, "app/c.py": "c = 2\n"}
+    other = {**shared, "app/x.py": "z = 9\n"}
+    bundle = _drafts(1)[0]
+    shares = set()
+    for population in ([mine, lacking, other], [mine, other, lacking]):
+        pointer = giveaways.PROBES["nearest_diff"](bundle, population, 0)
+        shares.add(giveaway_gate.expected_hit(pointer, lambda c: c.path == "app/routes.py"))
+    assert shares == {0.75}
+
+
+def test_a_builds_nearest_diff_rates_do_not_follow_the_order_of_its_apps() -> None:
+    """Read backwards, the same apps give every scenario the same expected hit (the first of
+    equally near apps used to decide: 3 of these 24 scenarios changed)."""
+    bundles = _drafts(24)
+    population = [
+        {p: giveaways.normalise(t) for p, t in giveaways.python_files(b).items()} for b in bundles
+    ]
+    backwards = population[::-1]
+    last = len(bundles) - 1
+    for index, bundle in enumerate(bundles):
+        fixed = set(bundle.hidden.reference_fix.files)
+
+        def hit(c: giveaways.Pointer, fixed: set[str] = fixed) -> bool:
+            return c.path in fixed
+
+        forwards = giveaways.PROBES["nearest_diff"](bundle, population, index)
+        reverse = giveaways.PROBES["nearest_diff"](bundle, backwards, last - index)
+        assert giveaway_gate.expected_hit(forwards, hit) == giveaway_gate.expected_hit(reverse, hit)
+
+
 def test_a_line_hit_is_a_pointer_at_lines_the_reference_fix_changes() -> None:
     bundle = _drafts(1)[0]
     changed = giveaway_gate._changed_lines(bundle)
