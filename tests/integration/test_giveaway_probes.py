@@ -26,7 +26,10 @@ any signed-in caller stopped saying "user" (same day): ``policy_keywords`` 3.6 h
 build (over seeds 28-35, 40.6 against 50.8; F09 2.0x chance from 3.1x), ``nearest_diff`` 29.3
 (2.01x; a redraw of equally near apps, not a change to any app's code). Since equally near
 apps each count alike (same day), a build's rates no longer follow its content hashes:
-``nearest_diff`` 25.1 (1.71x; F18, the worst family, 3.1 of 14).
+``nearest_diff`` 25.1 (1.71x; F18, the worst family, 3.1 of 14). Since functions mix two
+spellings of their refusal status (``factory/statuses.py``, same day): ``nearest_diff`` 23.8
+(1.63x; F18 3.9 of 14), ``sibling_asymmetry`` over 8 builds F02 2.4x, F01 2.0x (from 2.8x,
+2.4x).
 """
 
 from __future__ import annotations

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import re
+
+from a01gym.factory.codetext import spelled
 
 __all__ = ["ALIASES", "apply"]
 
@@ -41,12 +42,6 @@ _PARAM = re.compile(
     r"^(?P<indent>[ \t]+)user: CurrentUser = Depends\(security\.(?P<dependency>\w+)\),$",
     re.MULTILINE,
 )
-
-
-def _chosen(seed: int, share: float, handler: str) -> bool:
-    """Whether ``handler`` (a function name) of the spec drafted from ``seed`` takes the alias."""
-    digest = hashlib.sha256(f"{seed}\x00alias\x00{handler}".encode()).digest()
-    return int.from_bytes(digest[:8]) / 2**64 < share
 
 
 def apply(seed: int, share: float, files: dict[str, str]) -> dict[str, str]:
@@ -79,7 +74,7 @@ def _aliased(seed: int, share: float, text: str) -> str:
             match = _PARAM.match(lines[arg.lineno - 1] or "")
             if match is None or match["dependency"] not in ALIASES:
                 continue
-            if _chosen(seed, share, node.name):
+            if spelled(seed, "alias", share, node.name):
                 alias = ALIASES[match["dependency"]]
                 for decorator in node.decorator_list:
                     # the admin_only wrapper and a signed-in caller: an administrator instead

@@ -35,6 +35,7 @@ from a01gym.factory import (
     families,
     layout,
     prune,
+    statuses,
     styles,
 )
 from a01gym.factory.codetext import block as _block
@@ -153,6 +154,7 @@ class _Renderer(
         files["app/main.py"] = self.main()
         files = self.style.finish(self, files)
         files = aliases.apply(self.spec.seed, self.spec.layout.dependency_aliases, files)
+        files = statuses.apply(self.spec.seed, self.spec.layout.status_numbers, files)
         files = prune.prune(files)
         files = layout.apply(self.spec.layout, files)
         files = {path: tidy(text) for path, text in files.items()}

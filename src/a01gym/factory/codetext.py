@@ -1,5 +1,5 @@
 """Source-text helpers for the app generator: dedent + ``$name`` substitution, indentation,
-and the final tidy of a generated module's blank lines.
+the per-function spelling draw, and the final tidy of a generated module's blank lines.
 
 ``string.Template`` is used because generated Python is full of braces and rarely uses ``$``.
 """
@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import io
 import re
 import string
 import textwrap
 import tokenize
 
-__all__ = ["block", "first_line", "indent", "tidy"]
+__all__ = ["block", "first_line", "indent", "spelled", "tidy"]
 
 
 def block(template: str, **values: object) -> str:
@@ -30,6 +31,16 @@ def indent(text: str, spaces: int) -> str:
 def first_line(statement: ast.stmt) -> int:
     """The line a statement starts on, its decorators included (``lineno`` is the ``def``)."""
     return min([statement.lineno, *(d.lineno for d in getattr(statement, "decorator_list", []))])
+
+
+def spelled(seed: int, kind: str, share: float, function: str) -> bool:
+    """Whether ``function`` (a name) of the spec drafted from ``seed`` takes the ``kind`` of
+    spelling that ``share`` of an app's functions take (dependency aliases, status numbers).
+
+    Drawn by name, never by mode: the vulnerable app, the reference fix and every trap spell a
+    function alike, so a fix is written the way the function around it is."""
+    digest = hashlib.sha256(f"{seed}\x00{kind}\x00{function}".encode()).digest()
+    return int.from_bytes(digest[:8]) / 2**64 < share
 
 
 _LOOSE = re.compile(r"\n\n\n+[ \t]|\n\n\n\n")

@@ -32,18 +32,20 @@ import typing
 from a01gym.factory.codetext import first_line
 from a01gym.factory.layoutspec import AREA_NAMES, Layout
 
-__all__ = ["ALIAS_SHARES", "LAYOUT_SHARE", "LayoutError", "apply", "canonical", "draw"]
+__all__ = ["LAYOUT_SHARE", "SPELLING_SHARES", "LayoutError", "apply", "canonical", "draw"]
 
 LAYOUT_SHARE = 0.8
 """Share of template drafts whose module names are drawn; the rest keep the skeleton's own,
 which stays the most common single set of names (the others are each rarer)."""
 
-ALIAS_SHARES = (0.25, 0.5, 0.75)
-"""The shares of handlers taking their caller by alias that every draft picks from, the
-skeleton's names too (:mod:`a01gym.factory.aliases`): with one spelling everywhere, the
-handler that lacks it is the bug (while the skeleton's names kept one spelling, 3.5 of F04's
-9.8 expected ``sibling_asymmetry`` hits on seeds 28-31 came from 9 of its 60 scenarios: those
-with the skeleton's names and admin routes that depend on ``require_admin``)."""
+SPELLING_SHARES = (0.25, 0.5, 0.75)
+"""The shares of functions taking the second spelling that every draft picks from, for each
+spelling mix (handlers taking their caller by alias, :mod:`a01gym.factory.aliases`; refusals
+by status number, :mod:`a01gym.factory.statuses`), the skeleton's names too: with one
+spelling everywhere, the function that lacks it is the bug (while the skeleton's names kept
+one spelling of the caller, 3.5 of F04's 9.8 expected ``sibling_asymmetry`` hits on seeds
+28-31 came from 9 of its 60 scenarios: those with the skeleton's names and admin routes that
+depend on ``require_admin``)."""
 
 _RENAMED = ("security", "policy", "repository", "tokens")
 _PACKAGE = "routers"
@@ -60,7 +62,8 @@ def draw(seed: int) -> Layout:
     rng = random.Random(int.from_bytes(hashlib.sha256(f"{seed}\x00layout".encode()).digest()[:8]))
     if rng.random() >= LAYOUT_SHARE:
         # the skeleton's names; its handlers mix the dependency spellings like any other app's
-        return Layout(dependency_aliases=rng.choice(ALIAS_SHARES))
+        aliases = rng.choice(SPELLING_SHARES)
+        return Layout(dependency_aliases=aliases, status_numbers=rng.choice(SPELLING_SHARES))
 
     def spelling(field: str) -> str:
         return rng.choice(typing.get_args(Layout.model_fields[field].annotation))
@@ -70,10 +73,12 @@ def draw(seed: int) -> Layout:
     storage_in_repository = rng.random() < 0.4
     areas = {old: rng.choice(spellings) for old, spellings in AREA_NAMES.items()}
     names["tokens"] = spelling("tokens")  # drawn after the rest: the draws before it stay
-    dependency_aliases = rng.choice(ALIAS_SHARES)  # last of all, for the same reason
+    dependency_aliases = rng.choice(SPELLING_SHARES)  # the spellings last, for the same reason
+    status_numbers = rng.choice(SPELLING_SHARES)
     return Layout(
         **names,
         dependency_aliases=dependency_aliases,
+        status_numbers=status_numbers,
         policy_in_security=policy_in_security,
         storage_in_repository=storage_in_repository,
         areas={old: new for old, new in areas.items() if new != old},

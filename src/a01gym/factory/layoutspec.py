@@ -79,6 +79,14 @@ class Layout(BaseModel):
         "Annotated alias (user: security.SignedIn) instead of Depends(security.current_user); "
         "each handler is drawn by name (a01gym.factory.aliases).",
     )
+    status_numbers: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Share of functions that refuse with HTTPException(403, ...) instead of "
+        "HTTPException(status.HTTP_403_FORBIDDEN, ...); each function is drawn by name "
+        "(a01gym.factory.statuses).",
+    )
     areas: dict[str, str] = Field(
         default_factory=dict,
         description="Router modules this app names otherwise than the skeleton: the skeleton's "
@@ -98,9 +106,10 @@ class Layout(BaseModel):
 
     @property
     def skeleton_names(self) -> bool:
-        """Whether every module keeps the skeleton's name and file (the alias share is a
-        spelling, not a name: it leaves every path as it is)."""
-        return self.model_copy(update={"dependency_aliases": 0.0}) == Layout()
+        """Whether every module keeps the skeleton's name and file (the spelling shares are
+        not names: they leave every path as it is)."""
+        spellings = {"dependency_aliases": 0.0, "status_numbers": 0.0}
+        return self.model_copy(update=spellings) == Layout()
 
     def __hash__(self) -> int:  # frozen models hash their fields, and a dict has no hash
         return hash(self.model_dump_json())
