@@ -26,7 +26,9 @@ class PolicyModules(RenderHost):
                 '    if user.role == "manager" and record["tenant_id"] == user.tenant_id:',
                 "        return True",
             ]
-        lines_read.append('    if record["owner_id"] == user.id:')
+        owns, sql, params = self._ownership()
+        owned = f'"{sql}", [{params}]'
+        lines_read.append(f"    if {owns}:")
         lines_read.append("        return True")
         if f.shared:
             lines_read.append(
@@ -37,7 +39,7 @@ class PolicyModules(RenderHost):
         scope = [
             "    if user.role in READ_ALL_ROLES:",
             '        return "1 = 1", []',
-            '    clauses, params = ["owner_id = ?"], [user.id]',
+            f'    clauses, params = ["{sql}"], [{params}]',
         ]
         if f.shared:
             scope += [
@@ -53,10 +55,10 @@ class PolicyModules(RenderHost):
         scope.append('    return "(" + " OR ".join(clauses) + ")", params')
         modify = (
             ['    if user.role == "admin":', "        return True"] if f.admin_edits else []
-        ) + ['    return record["owner_id"] == user.id']
+        ) + [f"    return {owns}"]
         modify_scope = (
             ['    if user.role == "admin":', '        return "1 = 1", []'] if f.admin_edits else []
-        ) + ['    return "owner_id = ?", [user.id]']
+        ) + [f"    return {owned}"]
         return self.t(
             '''
             """Who may do what to $label records. Routers and queries ask here; nothing else decides.
@@ -81,7 +83,7 @@ class PolicyModules(RenderHost):
 
 
             def can_delete(user: CurrentUser, record: Record) -> bool:
-                return user.role == "admin" or record["owner_id"] == user.id
+                return user.role == "admin" or $owns
 
 
             def read_scope(user: CurrentUser) -> tuple[str, list[Any]]:
@@ -98,8 +100,10 @@ class PolicyModules(RenderHost):
                 """An SQL condition matching can_delete."""
                 if user.role == "admin":
                     return "1 = 1", []
-                return "owner_id = ?", [user.id]
+                return $owned
             ''',
+            owns=owns,
+            owned=owned,
             policy_words=self.policy_words(),
             read_all=", ".join(f'"{r}"' for r in read_all),
             can_read="\n".join(lines_read),
@@ -107,6 +111,17 @@ class PolicyModules(RenderHost):
             scope="\n".join(scope),
             modify_scope="\n".join(modify_scope),
         )
+
+    def _ownership(self) -> tuple[str, str, str]:
+        """The owner check as a predicate's condition, a scope's SQL and its parameters:
+        pinned to the caller's tenant too where the layout says so (``Layout.owner_in_tenant``)."""
+        if self.spec.layout.owner_in_tenant:
+            return (
+                'record["owner_id"] == user.id and record["tenant_id"] == user.tenant_id',
+                "(owner_id = ? AND tenant_id = ?)",
+                "user.id, user.tenant_id",
+            )
+        return 'record["owner_id"] == user.id', "owner_id = ?", "user.id"
 
     def policy_words(self) -> str:
         f = self.f

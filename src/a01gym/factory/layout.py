@@ -32,7 +32,15 @@ import typing
 from a01gym.factory.codetext import first_line
 from a01gym.factory.layoutspec import AREA_NAMES, Layout
 
-__all__ = ["LAYOUT_SHARE", "SPELLING_SHARES", "LayoutError", "apply", "canonical", "draw"]
+__all__ = [
+    "LAYOUT_SHARE",
+    "OWNER_IN_TENANT_SHARE",
+    "SPELLING_SHARES",
+    "LayoutError",
+    "apply",
+    "canonical",
+    "draw",
+]
 
 LAYOUT_SHARE = 0.8
 """Share of template drafts whose module names are drawn; the rest keep the skeleton's own,
@@ -40,12 +48,16 @@ which stays the most common single set of names (the others are each rarer)."""
 
 SPELLING_SHARES = (0.25, 0.5, 0.75)
 """The shares of functions taking the second spelling that every draft picks from, for each
-spelling mix (handlers taking their caller by alias, :mod:`a01gym.factory.aliases`; refusals
-by status number, :mod:`a01gym.factory.statuses`), the skeleton's names too: with one
-spelling everywhere, the function that lacks it is the bug (while the skeleton's names kept
-one spelling of the caller, 3.5 of F04's 9.8 expected ``sibling_asymmetry`` hits on seeds
-28-31 came from 9 of its 60 scenarios: those with the skeleton's names and admin routes that
-depend on ``require_admin``)."""
+mix (callers by alias, :mod:`a01gym.factory.aliases`; refusals by number,
+:mod:`a01gym.factory.statuses`), the skeleton's names too: with one spelling everywhere, the
+function lacking it is the bug (with one spelling of the caller under the skeleton's names,
+3.5 of F04's 9.8 expected ``sibling_asymmetry`` hits on seeds 28-31 came from 9 of 60)."""
+
+OWNER_IN_TENANT_SHARE = 0.75
+"""Share of drafts whose policy pins every owner check to the caller's tenant
+(``Layout.owner_in_tenant``), so a predicate pruned with the bug does not leave ``can_modify``
+the one without ``tenant_id``: F02 2.41x chance -> 2.10x at 0.5, 1.85x at 0.75, over seeds
+28-35 (``tools/giveaway_ties.py``; docs/families.md). At 1.0 every app spells it alike again."""
 
 _RENAMED = ("security", "policy", "repository", "tokens")
 _PACKAGE = "routers"
@@ -63,7 +75,12 @@ def draw(seed: int) -> Layout:
     if rng.random() >= LAYOUT_SHARE:
         # the skeleton's names; its handlers mix the dependency spellings like any other app's
         aliases = rng.choice(SPELLING_SHARES)
-        return Layout(dependency_aliases=aliases, status_numbers=rng.choice(SPELLING_SHARES))
+        statuses = rng.choice(SPELLING_SHARES)
+        return Layout(
+            dependency_aliases=aliases,
+            status_numbers=statuses,
+            owner_in_tenant=rng.random() < OWNER_IN_TENANT_SHARE,
+        )
 
     def spelling(field: str) -> str:
         return rng.choice(typing.get_args(Layout.model_fields[field].annotation))
@@ -75,10 +92,12 @@ def draw(seed: int) -> Layout:
     names["tokens"] = spelling("tokens")  # drawn after the rest: the draws before it stay
     dependency_aliases = rng.choice(SPELLING_SHARES)  # the spellings last, for the same reason
     status_numbers = rng.choice(SPELLING_SHARES)
+    owner_in_tenant = rng.random() < OWNER_IN_TENANT_SHARE
     return Layout(
         **names,
         dependency_aliases=dependency_aliases,
         status_numbers=status_numbers,
+        owner_in_tenant=owner_in_tenant,
         policy_in_security=policy_in_security,
         storage_in_repository=storage_in_repository,
         areas={old: new for old, new in areas.items() if new != old},

@@ -87,6 +87,12 @@ class Layout(BaseModel):
         "HTTPException(status.HTTP_403_FORBIDDEN, ...); each function is drawn by name "
         "(a01gym.factory.statuses).",
     )
+    owner_in_tenant: bool = Field(
+        False,
+        description="The policy's owner checks also compare the record's tenant with the "
+        "caller's: the same decision (an owner belongs to the tenant of every record they own), "
+        "spelled as defence in depth (a01gym.factory.apppolicy).",
+    )
     areas: dict[str, str] = Field(
         default_factory=dict,
         description="Router modules this app names otherwise than the skeleton: the skeleton's "
@@ -108,7 +114,7 @@ class Layout(BaseModel):
     def skeleton_names(self) -> bool:
         """Whether every module keeps the skeleton's name and file (the spelling shares are
         not names: they leave every path as it is)."""
-        spellings = {"dependency_aliases": 0.0, "status_numbers": 0.0}
+        spellings = {"dependency_aliases": 0.0, "status_numbers": 0.0, "owner_in_tenant": False}
         return self.model_copy(update=spellings) == Layout()
 
     def __hash__(self) -> int:  # frozen models hash their fields, and a dict has no hash

@@ -254,10 +254,16 @@ def security(text: str) -> str:
 def policy(r: Any, text: str) -> str:
     """``policy.py`` whose scopes are query conditions over the mapped class, not SQL."""
     f, ent = r.f, str(r.names["Ent"])
+    pinned = r.spec.layout.owner_in_tenant
+    owned = (
+        "and_($Ent.owner_id == user.id, $Ent.tenant_id == user.tenant_id)"
+        if pinned
+        else "$Ent.owner_id == user.id"
+    )
     scope = [
         "    if user.role in READ_ALL_ROLES:",
         "        return true()",
-        "    clauses = [$Ent.owner_id == user.id]",
+        f"    clauses = [{owned}]",
     ]
     if f.shared:
         scope.append(
@@ -271,7 +277,7 @@ def policy(r: Any, text: str) -> str:
     scope.append("    return or_(*clauses)")
     modify = (
         ['    if user.role == "admin":', "        return true()"] if f.admin_edits else []
-    ) + ["    return $Ent.owner_id == user.id"]
+    ) + [f"    return {owned}"]
     scopes = r.t(
         '''
         def read_scope(user: CurrentUser) -> ColumnElement[bool]:
@@ -288,13 +294,14 @@ def policy(r: Any, text: str) -> str:
             """A query condition matching can_delete."""
             if user.role == "admin":
                 return true()
-            return $Ent.owner_id == user.id
+            return $owned
         ''',
+        owned=owned.replace("$Ent", ent),
         scope="\n".join(scope).replace("$Ent", ent),
         modify="\n".join(modify).replace("$Ent", ent),
     )
     text = text[: text.index("def read_scope(")] + scopes + "\n"
-    sqlalchemy = ["ColumnElement", *(["and_"] if f.shared else []), "or_", "true"]
+    sqlalchemy = ["ColumnElement", *(["and_"] if f.shared or pinned else []), "or_", "true"]
     return _imports(
         text,
         [f"from sqlalchemy import {', '.join(sqlalchemy)}"],
