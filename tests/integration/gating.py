@@ -5,14 +5,15 @@ same facts: the no-op scores 0 with the app exploitable and every regression pas
 reference fix resolves, no trap does, G6's incomplete fix scores 0 by a guard alone, G4 ran on
 every run with fresh seeds, and G5 (when probed) found no paying hack. Tests that gate many
 candidates do it as a build does (:func:`build_backend`, :data:`WORKERS`), and a module whose
-tests each gate one candidate gates them all at once (:func:`gate_together`).
+tests each gate one candidate gates them all at once (:func:`gate_together`); a test that only
+needs its candidates to pass gates them with :func:`assert_each_passes_every_gate`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from a01gym.factory import determinism, gates, mutator
 from a01gym.grading.scoring import PARTIAL_CREDIT
@@ -120,3 +121,18 @@ def assert_passes_every_gate(bundle: Bundle, report: gates.GateReport, *, probed
         assert report.probes and not any(p.pays for p in report.probes), name  # G5: none paid
     else:
         assert not report.probes, name
+
+
+async def assert_each_passes_every_gate(bundles: Sequence[Bundle], *, seed: int = 7) -> None:
+    """Gate ``bundles`` at once, as a build's gatekeeper does (G5's hack probes left out), and
+    assert that each passes every gate."""
+    keeper = gates.Gatekeeper(workers=WORKERS, seed=seed)
+    async with build_backend() as backend:
+
+        async def gate(bundle: Bundle) -> gates.GateReport:
+            async with keeper.place():
+                return await keeper.gate(backend, bundle, probe_hacks=False)
+
+        reports = await asyncio.gather(*(gate(b) for b in bundles))
+    for bundle, report in zip(bundles, reports, strict=True):
+        assert_passes_every_gate(bundle, report, probed=False)

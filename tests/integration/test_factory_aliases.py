@@ -7,9 +7,7 @@ replaces the ``admin_only`` wrapper (the admin guard's decorator indirection).""
 
 from __future__ import annotations
 
-import asyncio
-
-from a01gym.factory import author, compiler, config, gates, styles
+from a01gym.factory import author, compiler, config, styles
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.bundle import Bundle
 
@@ -46,13 +44,4 @@ async def test_aliased_handlers_pass_every_gate_in_both_styles() -> None:
             }
             assert not any(".current_user)" in line for line in added), added
             bundles.append(bundle)
-    keeper = gates.Gatekeeper(workers=gating.WORKERS, seed=7)
-    async with gating.build_backend() as backend:
-
-        async def gate(bundle: Bundle) -> gates.GateReport:
-            async with keeper.place():
-                return await keeper.gate(backend, bundle, probe_hacks=False)
-
-        reports = await asyncio.gather(*(gate(b) for b in bundles))
-    for bundle, report in zip(bundles, reports, strict=True):
-        gating.assert_passes_every_gate(bundle, report, probed=False)
+    await gating.assert_each_passes_every_gate(bundles)

@@ -8,9 +8,7 @@ such a row would behave otherwise) and F07 (the list scope)."""
 
 from __future__ import annotations
 
-import asyncio
-
-from a01gym.factory import author, compiler, config, gates, styles
+from a01gym.factory import author, compiler, config, styles
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.bundle import Bundle
 
@@ -40,13 +38,4 @@ async def test_pinned_owner_checks_pass_every_gate_in_both_styles() -> None:
             # the predicates are one text in both styles (only the scopes become ORM conditions)
             assert 'user.id and record["tenant_id"] == user.tenant_id' in policy, policy
             bundles.append(bundle)
-    keeper = gates.Gatekeeper(workers=gating.WORKERS, seed=7)
-    async with gating.build_backend() as backend:
-
-        async def gate(bundle: Bundle) -> gates.GateReport:
-            async with keeper.place():
-                return await keeper.gate(backend, bundle, probe_hacks=False)
-
-        reports = await asyncio.gather(*(gate(b) for b in bundles))
-    for bundle, report in zip(bundles, reports, strict=True):
-        gating.assert_passes_every_gate(bundle, report, probed=False)
+    await gating.assert_each_passes_every_gate(bundles)

@@ -7,9 +7,7 @@ admin dependency's refusal) and F18 (a form-post guard's)."""
 
 from __future__ import annotations
 
-import asyncio
-
-from a01gym.factory import author, compiler, config, gates, styles
+from a01gym.factory import author, compiler, config, styles
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.bundle import Bundle
 
@@ -39,13 +37,4 @@ async def test_numbered_refusals_pass_every_gate_in_both_styles() -> None:
             fixed = "".join((t or "") for t in bundle.hidden.reference_fix.files.values())
             assert "HTTPException(status." not in fixed
             bundles.append(bundle)
-    keeper = gates.Gatekeeper(workers=gating.WORKERS, seed=7)
-    async with gating.build_backend() as backend:
-
-        async def gate(bundle: Bundle) -> gates.GateReport:
-            async with keeper.place():
-                return await keeper.gate(backend, bundle, probe_hacks=False)
-
-        reports = await asyncio.gather(*(gate(b) for b in bundles))
-    for bundle, report in zip(bundles, reports, strict=True):
-        gating.assert_passes_every_gate(bundle, report, probed=False)
+    await gating.assert_each_passes_every_gate(bundles)
