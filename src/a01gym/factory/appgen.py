@@ -148,6 +148,8 @@ class _Renderer(
             "app/routers/internal.py": self.internal_router(),
             "app/routers/tenant.py": self.tenant_router(),
         }
+        if self.spec.layout.account_router:
+            files["app/routers/me.py"] = self.me_router()
         files.update(self.extra.files)
         if self.distance == "service":
             files["app/services.py"] = self.services()
@@ -189,10 +191,13 @@ class _Renderer(
                     """
                 )
             )
+        own_account = ["me"] if self.spec.layout.account_router else []
         includes = [
             "app.include_router(public.router)",
             "app.include_router(records.router)",
             "app.include_router(reports.router)",
+            # before the users router, whose /users/{user_id} would take /users/me
+            *[f"app.include_router({name}.router)" for name in own_account],
             "app.include_router(users.router)",
             "app.include_router(files.router)",
             'app.include_router(admin.router, prefix="/admin")',
@@ -226,7 +231,7 @@ class _Renderer(
         )
         imports += "".join(line + "\n" for line in self.extra.main_imports)
         middleware = [*self.extra.main_setup, *middleware]
-        routers = sorted([*_ROUTERS, *self.extra.routers])
+        routers = sorted([*_ROUTERS, *self.extra.routers, *own_account])
         app_modules = "db, security" if needs_mw or mounted else "db"
         if "config." in "".join(self.extra.main_setup):
             app_modules = "config, " + app_modules

@@ -14,7 +14,7 @@ import random
 from typing import Literal, Protocol, runtime_checkable
 
 from a01gym.errors import ScenarioError
-from a01gym.factory import domains, families, layout, styles
+from a01gym.factory import domains, families, layoutdraw, styles
 from a01gym.factory.config import FactoryConfig
 from a01gym.factory.spec import (
     DECOY_KINDS,
@@ -206,7 +206,7 @@ class TemplateAuthor:
                 data_access=styles.draw(request.seed),
             ),
             companions=draw_companions(request.seed, fam.id, roles),
-            layout=layout.draw(request.seed),
+            layout=layoutdraw.draw(request.seed),
         )
 
 

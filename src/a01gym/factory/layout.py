@@ -7,8 +7,8 @@ where the next one's bug is (issue 28, item 3). A :class:`~a01gym.factory.layout
 names the security, policy, repository and API token modules, the routers package and each
 router module from common spellings (:data:`~a01gym.factory.layoutspec.AREA_NAMES`), and may
 merge the policy into the security module and file storage into the repository, as many real
-apps do. :func:`draw` picks one per seed; the renderer writes the default layout and
-:func:`apply` rewrites the finished files to the spec's.
+apps do. :func:`a01gym.factory.layoutdraw.draw` picks one per seed; the renderer writes the
+default layout and :func:`apply` rewrites the finished files to the spec's.
 
 The rewrite works on tokens and the syntax tree, never by running the code: import statements
 of ``app`` modules are rewritten whole, ``module.name`` references by token. A file that uses a
@@ -21,43 +21,15 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import io
-import random
 import re
 import sys
 import tokenize
-import typing
 
 from a01gym.factory.codetext import first_line
-from a01gym.factory.layoutspec import AREA_NAMES, Layout
+from a01gym.factory.layoutspec import Layout
 
-__all__ = [
-    "LAYOUT_SHARE",
-    "OWNER_IN_TENANT_SHARE",
-    "SPELLING_SHARES",
-    "LayoutError",
-    "apply",
-    "canonical",
-    "draw",
-]
-
-LAYOUT_SHARE = 0.8
-"""Share of template drafts whose module names are drawn; the rest keep the skeleton's own,
-which stays the most common single set of names (the others are each rarer)."""
-
-SPELLING_SHARES = (0.25, 0.5, 0.75)
-"""The shares of functions taking the second spelling that every draft picks from, for each
-mix (callers by alias, :mod:`a01gym.factory.aliases`; refusals by number,
-:mod:`a01gym.factory.statuses`), the skeleton's names too: with one spelling everywhere, the
-function lacking it is the bug (with one spelling of the caller under the skeleton's names,
-3.5 of F04's 9.8 expected ``sibling_asymmetry`` hits on seeds 28-31 came from 9 of 60)."""
-
-OWNER_IN_TENANT_SHARE = 0.75
-"""Share of drafts whose policy pins every owner check to the caller's tenant
-(``Layout.owner_in_tenant``), so a predicate pruned with the bug does not leave ``can_modify``
-the one without ``tenant_id``: F02 2.41x chance -> 2.10x at 0.5, 1.85x at 0.75, over seeds
-28-35 (``tools/giveaway_ties.py``; docs/families.md). At 1.0 every app spells it alike again."""
+__all__ = ["LayoutError", "apply", "canonical"]
 
 _RENAMED = ("security", "policy", "repository", "tokens")
 _PACKAGE = "routers"
@@ -65,43 +37,6 @@ _PACKAGE = "routers"
 
 class LayoutError(ValueError):
     """The rendered app cannot be rewritten to the layout (the message names file and line)."""
-
-
-def draw(seed: int) -> Layout:
-    """The layout of the spec drafted from ``seed``.
-
-    A stream of its own: the rest of a draft is the same whatever layout it draws."""
-    rng = random.Random(int.from_bytes(hashlib.sha256(f"{seed}\x00layout".encode()).digest()[:8]))
-    if rng.random() >= LAYOUT_SHARE:
-        # the skeleton's names; its handlers mix the dependency spellings like any other app's
-        aliases = rng.choice(SPELLING_SHARES)
-        statuses = rng.choice(SPELLING_SHARES)
-        return Layout(
-            dependency_aliases=aliases,
-            status_numbers=statuses,
-            owner_in_tenant=rng.random() < OWNER_IN_TENANT_SHARE,
-        )
-
-    def spelling(field: str) -> str:
-        return rng.choice(typing.get_args(Layout.model_fields[field].annotation))
-
-    names = {field: spelling(field) for field in ("routers", "security", "policy", "repository")}
-    policy_in_security = rng.random() < 0.4
-    storage_in_repository = rng.random() < 0.4
-    areas = {old: rng.choice(spellings) for old, spellings in AREA_NAMES.items()}
-    names["tokens"] = spelling("tokens")  # drawn after the rest: the draws before it stay
-    dependency_aliases = rng.choice(SPELLING_SHARES)  # the spellings last, for the same reason
-    status_numbers = rng.choice(SPELLING_SHARES)
-    owner_in_tenant = rng.random() < OWNER_IN_TENANT_SHARE
-    return Layout(
-        **names,
-        dependency_aliases=dependency_aliases,
-        status_numbers=status_numbers,
-        owner_in_tenant=owner_in_tenant,
-        policy_in_security=policy_in_security,
-        storage_in_repository=storage_in_repository,
-        areas={old: new for old, new in areas.items() if new != old},
-    )
 
 
 def apply(layout: Layout, files: dict[str, str]) -> dict[str, str]:

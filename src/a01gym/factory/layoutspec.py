@@ -21,6 +21,7 @@ AREA_NAMES: dict[str, tuple[str, ...]] = {
     "feed": ("feed", "activity", "timeline"),
     "files": ("files", "uploads", "attachments"),
     "internal": ("internal", "system", "maintenance"),
+    "me": ("me", "myself", "self_service"),
     "members": ("members", "roster", "membership"),
     "ops": ("ops", "monitoring", "probes"),
     "public": ("public", "site", "meta"),
@@ -93,6 +94,11 @@ class Layout(BaseModel):
         "caller's: the same decision (an owner belongs to the tenant of every record they own), "
         "spelled as defence in depth (a01gym.factory.apppolicy).",
     )
+    account_router: bool = Field(
+        False,
+        description="The caller's own account (GET and PATCH /users/me) is served from a router "
+        "module of its own (app/routers/me.py) instead of the users router.",
+    )
     areas: dict[str, str] = Field(
         default_factory=dict,
         description="Router modules this app names otherwise than the skeleton: the skeleton's "
@@ -113,8 +119,14 @@ class Layout(BaseModel):
     @property
     def skeleton_names(self) -> bool:
         """Whether every module keeps the skeleton's name and file (the spelling shares are
-        not names: they leave every path as it is)."""
-        spellings = {"dependency_aliases": 0.0, "status_numbers": 0.0, "owner_in_tenant": False}
+        not names: they leave every path as it is; the account router is rendered, never
+        renamed, under the skeleton's name)."""
+        spellings = {
+            "dependency_aliases": 0.0,
+            "status_numbers": 0.0,
+            "owner_in_tenant": False,
+            "account_router": False,
+        }
         return self.model_copy(update=spellings) == Layout()
 
     def __hash__(self) -> int:  # frozen models hash their fields, and a dict has no hash

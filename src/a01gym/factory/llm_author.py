@@ -26,7 +26,7 @@ from typing import Any
 import openai
 from pydantic import ValidationError
 
-from a01gym.factory import domains, families, layout, styles
+from a01gym.factory import domains, families, layoutdraw, styles
 from a01gym.factory.author import AuthorError, DraftRequest, draw_companions
 from a01gym.factory.config import LLMConfig
 from a01gym.factory.spec import DECOY_KINDS, PolicyFeatures, ScenarioSpec, canonical_policy
@@ -196,7 +196,7 @@ class LLMAuthor:
                     request.seed, spec.bug.family, {actor.role for actor in spec.actors}
                 )
                 spec = spec.model_copy(
-                    update={"companions": companions, "layout": layout.draw(request.seed)}
+                    update={"companions": companions, "layout": layoutdraw.draw(request.seed)}
                 )
                 return styles.restyled(spec, styles.draw(request.seed))
             logger.info("LLM draft %d attempt %d rejected: %s", request.index, attempt, problem)

@@ -1,8 +1,8 @@
 # ruff: noqa: E501  (templates of generated code keep the generated line lengths)
-"""Router modules of a generated app, part 2: ``public``, ``reports``, ``users`` and ``files``.
+"""Router modules of a generated app, part 2: ``public``, ``reports`` and ``files``.
 
 A mixin of :class:`a01gym.factory.appgen._Renderer`: the public pages, the print and export
-sites, the profile sites and the file download.
+sites and the file download.
 """
 
 from __future__ import annotations
@@ -11,9 +11,7 @@ import textwrap
 from typing import TYPE_CHECKING
 
 from a01gym.factory.codetext import indent as _indent
-from a01gym.factory.families.f06_mass_assignment import dump_call
 from a01gym.factory.families.f08_export_filter import handler_rows
-from a01gym.factory.families.f09_response_model import view
 from a01gym.factory.families.f10_path_traversal import download_check
 from a01gym.factory.families.vocabulary import Mode
 from a01gym.factory.renderhost import RenderHost
@@ -22,7 +20,7 @@ __all__ = ["ReportRoutes"]
 
 
 class ReportRoutes(RenderHost):
-    """Renders ``app/routers/public.py``, ``reports.py``, ``users.py`` and ``files.py``."""
+    """Renders ``app/routers/public.py``, ``reports.py`` and ``files.py``."""
 
     if TYPE_CHECKING:  # from the other mixins
 
@@ -196,114 +194,6 @@ class ReportRoutes(RenderHost):
             imports=imports,
         )
         return head + "\n\n\n" + body
-
-    def users_router(self) -> str:
-        out: list[str] = []
-        self.route("GET", "/users/me")
-        out.append(
-            self.t(
-                """
-                @router.get("/users/me", response_model=models.UserPrivate)
-                def read_me(
-                    user: CurrentUser = Depends(security.current_user),
-                    connection: sqlite3.Connection = Depends(db.get_db),
-                ) -> dict[str, Any]:
-                    return repository.UserRepository(connection).get(user.id) or {}
-                """
-            )
-        )
-        if "profile.update" not in self.v.removed:
-            self.route("PATCH", "/users/me")
-            out.append(
-                self.t(
-                    """
-                    @router.patch("/users/me", response_model=$model)
-                    def update_me(
-                        body: models.ProfileUpdate,
-                        user: CurrentUser = Depends(security.current_user),
-                        connection: sqlite3.Connection = Depends(db.get_db),
-                    ) -> dict[str, Any]:
-                        users = repository.UserRepository(connection)
-                        users.update(user.id, $dump)
-                        return users.get(user.id) or {}
-                    """,
-                    dump=dump_call(
-                        self.spec,
-                        self.v.mode("profile.update"),
-                        "ProfileUpdate",
-                        "exclude_unset=True",
-                    ),
-                    model="models.UserPublic"
-                    if self.v.mode("profile.update") == "response_only"
-                    else "models.UserPrivate",
-                )
-            )
-
-        profile_model, profile_value = view(
-            self.spec, self.v.mode("profile.view"), False, "profile"
-        )
-        team_model, team_value = view(
-            self.spec,
-            self.v.mode("team.list"),
-            True,
-            "repository.UserRepository(connection).in_tenant(user.tenant_id)",
-        )
-        if "profile.view" not in self.v.removed:
-            self.route("GET", "/users/{user_id}")
-            out.append(
-                self.t(
-                    """
-                    @router.get("/users/{user_id}", $model)
-                    def read_profile(
-                        user_id: int,
-                        user: CurrentUser = Depends(security.current_user),
-                        connection: sqlite3.Connection = Depends(db.get_db),
-                    ) -> dict[str, Any]:
-                        profile = repository.UserRepository(connection).get(user_id)
-                        if profile is None:
-                            raise HTTPException(status.HTTP_404_NOT_FOUND, "user not found")
-                        return $value
-                    """,
-                    model=profile_model,
-                    value=profile_value,
-                )
-            )
-        if "team.list" not in self.v.removed:
-            self.route("GET", "/team")
-            out.append(
-                self.t(
-                    '''
-                    @router.get("/team", $model)
-                    def read_team(
-                        user: CurrentUser = Depends(security.current_user),
-                        connection: sqlite3.Connection = Depends(db.get_db),
-                    ) -> list[dict[str, Any]]:
-                        """Everyone in the caller's $tenant_noun."""
-                        return $value
-                    ''',
-                    model=team_model,
-                    value=team_value,
-                )
-            )
-        return (
-            self.t(
-                '''
-                """User profiles: the caller's own account and other users' public profiles."""
-
-                import sqlite3
-                from typing import Any
-
-                from fastapi import APIRouter, Depends, HTTPException, status
-
-                from app import db, models, repository, security
-                from app.security import CurrentUser
-
-                router = APIRouter(tags=["users"])
-                '''
-            )
-            + "\n\n\n"
-            + "\n\n\n".join(out)
-        )
 
     def files_router(self) -> str:
         mode = self.v.mode("files.download")

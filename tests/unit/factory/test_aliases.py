@@ -8,7 +8,7 @@ import ast
 import collections
 import difflib
 
-from a01gym.factory import aliases, author, compiler, config, giveaways, layout, mutator
+from a01gym.factory import aliases, author, compiler, config, giveaways, layoutdraw, mutator
 from a01gym.factory.layoutspec import Layout
 
 _ROUTER = '''"""Records."""
@@ -143,5 +143,5 @@ def test_every_draft_draws_a_share_and_a_spec_without_one_keeps_depends() -> Non
         for r in author.plan(config.FactoryConfig(count=80, seed=7))
     )
 
-    assert set(shares) == set(layout.SPELLING_SHARES)
+    assert set(shares) == set(layoutdraw.SPELLING_SHARES)
     assert Layout().dependency_aliases == 0.0

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from a01gym.factory import author, compiler, config, giveaways, layout, styles
+from a01gym.factory import author, compiler, config, giveaways, layoutdraw, styles
 from a01gym.factory.spec import ScenarioSpec
 
 
@@ -74,11 +74,11 @@ def test_pinned_scopes_compare_owner_and_tenant_in_sql_and_in_orm_conditions() -
 
 
 def test_half_the_drafts_pin_the_owner_among_skeleton_and_drawn_names_alike() -> None:
-    drawn = [layout.draw(seed) for seed in range(2000)]
+    drawn = [layoutdraw.draw(seed) for seed in range(2000)]
     for group in (
         [d for d in drawn if d.skeleton_names],
         [d for d in drawn if not d.skeleton_names],
     ):
         share = sum(d.owner_in_tenant for d in group) / len(group)
-        assert abs(share - layout.OWNER_IN_TENANT_SHARE) < 0.08, (share, len(group))
-    assert [layout.draw(seed) for seed in range(50)] == drawn[:50]
+        assert abs(share - layoutdraw.OWNER_IN_TENANT_SHARE) < 0.08, (share, len(group))
+    assert [layoutdraw.draw(seed) for seed in range(50)] == drawn[:50]

@@ -10,7 +10,7 @@ import collections
 import difflib
 import re
 
-from a01gym.factory import author, compiler, config, giveaways, layout, mutator, statuses
+from a01gym.factory import author, compiler, config, giveaways, layoutdraw, mutator, statuses
 from a01gym.factory.layoutspec import Layout
 
 _SERVICES = '''"""Services."""
@@ -116,7 +116,7 @@ def test_drafts_mix_both_spellings_and_every_draft_draws_a_share() -> None:
     seen: collections.Counter[str] = collections.Counter()
     for request in author.plan(config.FactoryConfig(count=40, seed=29)):
         spec = author.TemplateAuthor().draft(request)
-        assert spec.layout.status_numbers in layout.SPELLING_SHARES
+        assert spec.layout.status_numbers in layoutdraw.SPELLING_SHARES
         code = "".join(giveaways.python_files(compiler.compile_bundle(spec)).values())
         seen["number"] += "HTTPException(403" in code
         seen["both"] += "HTTPException(403" in code and "HTTPException(status.HTTP_403" in code

@@ -1,0 +1,83 @@
+"""Which layout each draft gets: module names, merges and the mixes of spellings, drawn per seed.
+
+A stream of its own (:func:`draw`): the rest of a draft is the same whatever layout it draws,
+and each draw added after the rest keeps the draws before it, so a new knob leaves every
+earlier layout as it was and a build before and after it compares like with like.
+:mod:`a01gym.factory.layout` rewrites the rendered app to the layout drawn here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import typing
+
+from a01gym.factory.layoutspec import AREA_NAMES, Layout
+
+__all__ = [
+    "ACCOUNT_ROUTER_SHARE",
+    "LAYOUT_SHARE",
+    "OWNER_IN_TENANT_SHARE",
+    "SPELLING_SHARES",
+    "draw",
+]
+
+LAYOUT_SHARE = 0.8
+"""Share of template drafts whose module names are drawn; the rest keep the skeleton's own,
+which stays the most common single set of names (the others are each rarer)."""
+
+SPELLING_SHARES = (0.25, 0.5, 0.75)
+"""The shares of functions taking the second spelling that every draft picks from, for each
+mix (callers by alias, :mod:`a01gym.factory.aliases`; refusals by number,
+:mod:`a01gym.factory.statuses`), the skeleton's names too: with one spelling everywhere, the
+function lacking it is the bug (with one spelling of the caller under the skeleton's names,
+3.5 of F04's 9.8 expected ``sibling_asymmetry`` hits on seeds 28-31 came from 9 of 60)."""
+
+OWNER_IN_TENANT_SHARE = 0.75
+"""Share of drafts whose policy pins every owner check to the caller's tenant
+(``Layout.owner_in_tenant``), so a predicate pruned with the bug does not leave ``can_modify``
+the one without ``tenant_id``: F02 2.41x chance -> 2.10x at 0.5, 1.85x at 0.75, over seeds
+28-35 (``tools/giveaway_ties.py``; docs/families.md). At 1.0 every app spells it alike again."""
+
+ACCOUNT_ROUTER_SHARE = 0.5
+"""Share of drafts that serve the caller's own account from a router of its own
+(``Layout.account_router``): the router set and file count vary (issue 28, item 3)."""
+
+
+def draw(seed: int) -> Layout:
+    """The layout of the spec drafted from ``seed``."""
+    rng = random.Random(int.from_bytes(hashlib.sha256(f"{seed}\x00layout".encode()).digest()[:8]))
+    if rng.random() >= LAYOUT_SHARE:
+        # the skeleton's names; its handlers mix the spellings like any other app's
+        return Layout(**_mixes(rng))
+
+    def spelling(field: str) -> str:
+        return rng.choice(typing.get_args(Layout.model_fields[field].annotation))
+
+    names = {field: spelling(field) for field in ("routers", "security", "policy", "repository")}
+    policy_in_security = rng.random() < 0.4
+    storage_in_repository = rng.random() < 0.4
+    # "me" is drawn last (below): each draw added after the rest keeps the draws before it
+    areas = {old: rng.choice(spellings) for old, spellings in AREA_NAMES.items() if old != "me"}
+    names["tokens"] = spelling("tokens")
+    mixes = _mixes(rng)
+    if mixes["account_router"]:
+        areas["me"] = rng.choice(AREA_NAMES["me"])
+    return Layout(
+        **names,
+        **mixes,
+        policy_in_security=policy_in_security,
+        storage_in_repository=storage_in_repository,
+        areas={old: new for old, new in areas.items() if new != old},
+    )
+
+
+def _mixes(rng: random.Random) -> dict[str, typing.Any]:
+    """What every layout draws, the skeleton's names too, after its names (in the order they
+    were added, for the same reason)."""
+    return {
+        "dependency_aliases": rng.choice(SPELLING_SHARES),
+        "status_numbers": rng.choice(SPELLING_SHARES),
+        "owner_in_tenant": rng.random() < OWNER_IN_TENANT_SHARE,
+        "account_router": rng.random() < ACCOUNT_ROUTER_SHARE,
+    }
