@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from a01gym.factory import author, config, families
+from a01gym.factory import author, config, families, layoutdraw
 from a01gym.factory.cache import Provenance, ScenarioCache
 from a01gym.factory.spec import Layout, ScenarioSpec
 from a01gym.scenario.bundle import Bundle
@@ -31,6 +31,28 @@ def make_spec(family: str, index: int = 0, **overrides: object) -> ScenarioSpec:
 def spec_for() -> SpecFor:
     """``spec_for(family, index=0, **config)`` → a deterministic template spec."""
     return make_spec
+
+
+@pytest.fixture(scope="session")
+def drawn_layouts() -> list[Layout]:
+    """The layouts of 2,000 seeds (``layoutdraw.draw``), checked to draw alike twice."""
+    drawn = [layoutdraw.draw(seed) for seed in range(2000)]
+    assert [layoutdraw.draw(seed) for seed in range(50)] == drawn[:50]
+    return drawn
+
+
+@pytest.fixture
+def assert_layout_share(drawn_layouts: list[Layout]) -> Callable[[str, float], None]:
+    """``assert_layout_share(field, share)``: ``share`` of the drawn layouts (± 0.08) set
+    ``field``, among the skeleton's names and drawn names alike."""
+
+    def check(field: str, share: float) -> None:
+        for names in (True, False):
+            group = [d for d in drawn_layouts if d.skeleton_names == names]
+            got = sum(bool(getattr(d, field)) for d in group) / len(group)
+            assert abs(got - share) < 0.08, (field, names, got, len(group))
+
+    return check
 
 
 @pytest.fixture(params=sorted(families.FAMILIES))

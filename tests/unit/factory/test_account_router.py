@@ -6,11 +6,12 @@ would take ``/users/me``), and leaving neither router two handlers short of a ch
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import pytest
 
 from a01gym.factory import author, compiler, config, giveaways, layoutdraw, styles
-from a01gym.factory.spec import ScenarioSpec
+from a01gym.factory.spec import Layout, ScenarioSpec
 
 
 def _draft(family: str, account_router: bool) -> ScenarioSpec:
@@ -20,16 +21,13 @@ def _draft(family: str, account_router: bool) -> ScenarioSpec:
     return spec.model_copy(update={"layout": layout})
 
 
-def test_half_the_drafts_split_the_account_and_only_they_name_its_router() -> None:
-    drawn = [layoutdraw.draw(seed) for seed in range(2000)]
-    for group in (
-        [d for d in drawn if d.skeleton_names],
-        [d for d in drawn if not d.skeleton_names],
-    ):
-        share = sum(d.account_router for d in group) / len(group)
-        assert abs(share - layoutdraw.ACCOUNT_ROUTER_SHARE) < 0.08, (share, len(group))
-    assert not any("me" in d.areas for d in drawn if not d.account_router)
-    assert {d.areas["me"] for d in drawn if "me" in d.areas} == {"myself", "self_service"}
+def test_half_the_drafts_split_the_account_and_only_they_name_its_router(
+    drawn_layouts: list[Layout], assert_layout_share: Callable[[str, float], None]
+) -> None:
+    assert_layout_share("account_router", layoutdraw.ACCOUNT_ROUTER_SHARE)
+    assert not any("me" in d.areas for d in drawn_layouts if not d.account_router)
+    spellings = {d.areas["me"] for d in drawn_layouts if "me" in d.areas}
+    assert spellings == {"myself", "self_service"}
 
 
 @pytest.mark.parametrize("style", ["sqlite3", "sqlalchemy"])
