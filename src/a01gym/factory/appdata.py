@@ -13,7 +13,7 @@ from a01gym.factory import checkforms
 from a01gym.factory.codetext import indent as _indent
 from a01gym.factory.families import f06_mass_assignment
 from a01gym.factory.families.f07_tenant_lists import UNSCOPED_LIST, list_bug
-from a01gym.factory.families.f08_export_filter import repository_body
+from a01gym.factory.families.f08_export_filter import METHODS, repository_body
 from a01gym.factory.families.vocabulary import Mode
 from a01gym.factory.renderhost import RenderHost
 from a01gym.factory.routes_records import LOADS
@@ -107,13 +107,9 @@ class DataMixin(RenderHost):
             if "sort_column" in self.spec.decoys
             else ""
         )
-        exports = {
-            "export_rows": self.v.mode("record.export"),
-            "digest_rows": self.v.mode("record.digest"),
-        }
         export_methods = []
-        for method, mode in exports.items():
-            body = repository_body(self.spec, mode)
+        for site, method in METHODS.items():
+            body = repository_body(self.spec, site, self.v.mode(site))
             export_methods.append(
                 f"    def {method}(self, user: CurrentUser) -> list[Record]:\n"
                 + _indent(self.t(body), 8)

@@ -96,7 +96,7 @@ class ReportRoutes(RenderHost):
                 rows = "repository.${Ent}Repository(connection).all_rows()"
             else:
                 signature = "\n    user: CurrentUser = Depends(security.current_user),"
-                rows = handler_rows(self.spec, export_mode, "export_rows")
+                rows = handler_rows(self.spec, "record.export", export_mode)
             out.append(
                 self.t(
                     """
@@ -129,7 +129,7 @@ class ReportRoutes(RenderHost):
                         rows = $rows
                         return sorted(rows, key=lambda row: row["id"], reverse=True)
                     ''',
-                    rows=self.t(handler_rows(self.spec, digest_mode, "digest_rows")),
+                    rows=self.t(handler_rows(self.spec, "record.digest", digest_mode)),
                 )
             )
         # the {id} route goes last so it never shadows /digest

@@ -24,7 +24,7 @@ def _class_name(spec: ScenarioSpec) -> str:
     return "".join(part.capitalize() for part in spec.domain.entity.name.split("_"))
 
 
-def _orm_specs(family: str, count: int = 40) -> list[ScenarioSpec]:
+def _orm_specs(family: str, count: int = 80) -> list[ScenarioSpec]:
     cfg = config.FactoryConfig(count=count, families=[family], seed=5)
     # in the skeleton's own layout: these tests read app/repository.py
     return [
@@ -39,9 +39,10 @@ def _drawn(family: str, fix: str) -> ScenarioSpec:
     """The first ORM spec of ``family`` whose site reads through the relationship (``fix``)."""
     site = SITES[family]
     for spec in _orm_specs(family):
+        exports = set(spec.bug.sites) & {"record.export", "record.digest"}  # each drawn apart
         if (
             site in spec.bug.sites
-            and orm_relationship.drawn(spec, site)
+            and all(orm_relationship.drawn(spec, s) for s in {site, *exports})
             and orm_relationship.fix(spec) == fix
         ):
             return spec

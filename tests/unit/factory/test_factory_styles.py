@@ -105,7 +105,7 @@ def _f08_spec(spec_for: Any, drawn: str) -> ScenarioSpec:
     for index in range(30):
         spec = spec_for("F08", index)
         relationship = orm_relationship.drawn(_orm(spec), "record.export")
-        if f08_export_filter.style(spec) == drawn and not relationship:
+        if f08_export_filter.style(spec, "record.export") == drawn and not relationship:
             bug = spec.bug.model_copy(update={"sites": ["record.export"]})
             traps = [t for t in spec.traps if t != "fix_one_sibling"]
             return _orm(spec.model_copy(update={"bug": bug, "traps": traps}))

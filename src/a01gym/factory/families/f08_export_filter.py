@@ -8,7 +8,15 @@ from a01gym.factory import checkforms
 from a01gym.factory.families import vocabulary
 from a01gym.factory.families.base import Family
 
-__all__ = ["FAMILY", "STYLES", "handler_rows", "orm_repository_body", "repository_body", "style"]
+__all__ = [
+    "FAMILY",
+    "METHODS",
+    "STYLES",
+    "handler_rows",
+    "orm_repository_body",
+    "repository_body",
+    "style",
+]
 
 FAMILY = Family(
     id="F08",
@@ -28,9 +36,19 @@ does, over every row."""
 _ALL = 'self._all("SELECT * FROM $ents ORDER BY id", [])'
 
 
-def style(spec: Any) -> str:
-    """The filtering style of ``spec``'s app."""
-    return checkforms.draw(spec, "record.export", STYLES)
+METHODS = {"record.export": "export_rows", "record.digest": "digest_rows"}
+"""Each site -> the repository method its handler iterates."""
+
+
+def style(spec: Any, site: str) -> str:
+    """The filtering style of ``site`` (the export or the digest) in ``spec``'s app.
+
+    Drawn per site, as the checks are: with one style for both, a secure reports router
+    either filtered in every handler or in none, so the one handler without ``can_read``
+    beside two that call it was the bug: over seeds 28-35 ``sibling_asymmetry`` found F01
+    at 2.21x chance and F08 at 2.23x with one style, 1.73x and 1.67x drawn apart
+    (``tools/giveaway_ties.py``; docs/families.md)."""
+    return checkforms.draw(spec, site, STYLES)
 
 
 _ORM_ALL = "self._all(select($Ent).order_by($Ent.id))"
@@ -54,18 +72,19 @@ _ORM_TEXTS = {
 }
 
 
-def repository_body(spec: Any, mode: str) -> str:
-    """The body of ``export_rows`` / ``digest_rows`` in ``mode`` (a ``$``-template)."""
-    return _body(spec, mode, _SQLITE_TEXTS)
+def repository_body(spec: Any, site: str, mode: str) -> str:
+    """The body of ``site``'s method (``export_rows`` or ``digest_rows``) in ``mode`` (a
+    ``$``-template)."""
+    return _body(spec, site, mode, _SQLITE_TEXTS)
 
 
-def orm_repository_body(spec: Any, mode: str) -> str:
+def orm_repository_body(spec: Any, site: str, mode: str) -> str:
     """:func:`repository_body` in the ORM style: ``select()`` over the mapped class."""
-    return _body(spec, mode, _ORM_TEXTS)
+    return _body(spec, site, mode, _ORM_TEXTS)
 
 
-def _body(spec: Any, mode: str, texts: dict[str, str]) -> str:
-    drawn = style(spec)
+def _body(spec: Any, site: str, mode: str, texts: dict[str, str]) -> str:
+    drawn = style(spec, site)
     if mode == "vuln" or (drawn == "handler_filter" and mode == "secure"):
         return f"return {texts['all']}"
     if mode == "over_filter":
@@ -77,10 +96,10 @@ def _body(spec: Any, mode: str, texts: dict[str, str]) -> str:
     return texts["scoped"]
 
 
-def handler_rows(spec: Any, mode: str, method: str) -> str:
-    """What a report handler iterates (a ``$``-template): the repository's ``method``, or in
-    the ``handler_filter`` style the rows the handler keeps itself."""
-    rows = f"repository.${{Ent}}Repository(connection).{method}(user)"
-    if style(spec) != "handler_filter" or mode != "secure":
+def handler_rows(spec: Any, site: str, mode: str) -> str:
+    """What ``site``'s report handler iterates (a ``$``-template): its repository method, or
+    in the ``handler_filter`` style the rows the handler keeps itself."""
+    rows = f"repository.${{Ent}}Repository(connection).{METHODS[site]}(user)"
+    if style(spec, site) != "handler_filter" or mode != "secure":
         return rows
     return f"[record for record in {rows} if policy.can_read(user, record)]"

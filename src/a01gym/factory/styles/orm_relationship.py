@@ -50,7 +50,7 @@ def drawn(spec: Any, site: str) -> bool:
         return False
     if site == "record.list" and "sort_column" in spec.decoys:
         return False
-    if site != "record.list" and f08_export_filter.style(spec) == "handler_filter":
+    if site != "record.list" and f08_export_filter.style(spec, site) == "handler_filter":
         return False
     key = f"relationship\x00{_DRAW_KEY[site]}"
     return checkforms.draw(spec, key, ("select", "relationship")) == "relationship"
@@ -90,10 +90,10 @@ _OWNERS = "self.session.scalars(select(User).options(selectinload({loaded})).ord
 _EVERY_CHILD = "[row.as_record() for owner in owners for row in owner.$ents]"
 
 
-def export_body(spec: Any, mode: str) -> str | None:
-    """``export_rows`` / ``digest_rows`` body in this shape (a ``$``-template), or ``None``
-    when the exports are not drawn in it or ``mode`` is the deny-all trap's."""
-    if not drawn(spec, "record.export") or mode == Mode.DENY:
+def export_body(spec: Any, site: str, mode: str) -> str | None:
+    """``site``'s ``export_rows`` or ``digest_rows`` body in this shape (a ``$``-template), or
+    ``None`` when the site is not drawn in it or ``mode`` is the deny-all trap's."""
+    if not drawn(spec, site) or mode == Mode.DENY:
         return None
     loaded = "User.$ents"
     rows = _EVERY_CHILD

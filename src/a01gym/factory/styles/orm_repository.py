@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol
 from a01gym.factory.codetext import indent
 from a01gym.factory.families import f06_mass_assignment
 from a01gym.factory.families.f07_tenant_lists import UNSCOPED_LIST, list_bug
-from a01gym.factory.families.f08_export_filter import orm_repository_body
+from a01gym.factory.families.f08_export_filter import METHODS, orm_repository_body
 from a01gym.factory.families.vocabulary import Mode
 from a01gym.factory.styles import orm_relationship
 
@@ -34,17 +34,18 @@ class OrmShape(Protocol):
 
     def list_body(self, spec: Any, mode: str) -> str | None: ...
 
-    def export_body(self, spec: Any, mode: str) -> str | None: ...
+    def export_body(self, spec: Any, site: str, mode: str) -> str | None: ...
 
 
 SHAPES: tuple[OrmShape, ...] = (orm_relationship,)
 """The registry: one line per shape module."""
 
 
-def _shaped(r: Any, part: Literal["list_body", "export_body"], mode: str) -> str | None:
-    """The first registered shape's ``part`` body for ``r``'s spec in ``mode``."""
+def _shaped(r: Any, part: Literal["list_body", "export_body"], *args: str) -> str | None:
+    """The first registered shape's ``part`` body for ``r``'s spec (and ``args``: the site
+    of an export body, and the mode)."""
     for shape in SHAPES:
-        body = getattr(shape, part)(r.spec, mode)
+        body = getattr(shape, part)(r.spec, *args)
         if body is not None:
             return str(r.t(body))
     return None
@@ -117,9 +118,9 @@ def repository(r: Any) -> str:
     list_mode, search_mode = r.v.mode("record.list"), r.v.mode("record.search")
     sort = "sort_column" in r.spec.decoys
     exports = []
-    for method, site in (("export_rows", "record.export"), ("digest_rows", "record.digest")):
+    for site, method in METHODS.items():
         mode = r.v.mode(site)
-        body = _shaped(r, "export_body", mode) or r.t(orm_repository_body(r.spec, mode))
+        body = _shaped(r, "export_body", site, mode) or r.t(orm_repository_body(r.spec, site, mode))
         exports.append(
             f"    def {method}(self, user: CurrentUser) -> list[Record]:\n" + indent(body, 8)
         )
