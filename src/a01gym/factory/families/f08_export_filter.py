@@ -27,7 +27,7 @@ FAMILY = Family(
 )
 
 
-# -- where the export and digest are filtered (drawn per scenario) -------------------------
+# -- where the export and the digest are filtered (each drawn apart) -----------------------
 STYLES = ("sql_scope", "python_filter", "handler_filter")
 """``sql_scope``: the repository's query takes ``policy.read_scope``; ``python_filter``: the
 repository keeps the rows ``policy.can_read`` allows; ``handler_filter``: the report handler
