@@ -18,6 +18,7 @@ __all__ = ["AREA_NAMES", "Layout"]
 AREA_NAMES: dict[str, tuple[str, ...]] = {
     "admin": ("admin", "backoffice", "console"),
     "api": ("api", "integrations", "partners"),
+    "devices": ("devices", "active_sessions", "session_list"),
     "feed": ("feed", "activity", "timeline"),
     "files": ("files", "uploads", "attachments"),
     "internal": ("internal", "system", "maintenance"),
@@ -102,6 +103,12 @@ class Layout(BaseModel):
         description="The caller's own account (GET and PATCH /users/me) is served from a router "
         "module of its own (app/routers/me.py) instead of the users router.",
     )
+    sessions_router: bool = Field(
+        False,
+        description="The caller's sessions (GET /auth/session, GET /auth/sessions, POST "
+        "/auth/signout-everywhere) are served from a router module of their own "
+        "(app/routers/devices.py) instead of the sign-in router.",
+    )
     areas: dict[str, str] = Field(
         default_factory=dict,
         description="Router modules this app names otherwise than the skeleton: the skeleton's "
@@ -122,13 +129,14 @@ class Layout(BaseModel):
     @property
     def skeleton_names(self) -> bool:
         """Whether every module keeps the skeleton's name and file (the spelling shares are
-        not names: they leave every path as it is; the account router is rendered, never
-        renamed, under the skeleton's name)."""
+        not names: they leave every path as it is; the account and sessions routers are rendered,
+        never renamed, under the skeleton's names)."""
         spellings = {
             "dependency_aliases": 0.0,
             "status_numbers": 0.0,
             "owner_in_tenant": False,
             "account_router": False,
+            "sessions_router": False,
         }
         return self.model_copy(update=spellings) == Layout()
 

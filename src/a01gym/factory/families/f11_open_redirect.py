@@ -2,7 +2,9 @@
 """F11: sign-in and sign-out redirects that follow any target the link names (CWE-601).
 
 The app gets ``app/routers/signin.py`` (session routes, plus ``GET /auth/continue?next=``
-after signing in and ``GET /auth/signout?return_to=``). The secure app sends the browser only to its own paths or
+after signing in and ``GET /auth/signout?return_to=``; with ``Layout.sessions_router`` the
+session routes are ``app/routers/devices.py``, so the sign-in router's handlers are its two
+redirects). The secure app sends the browser only to its own paths or
 to pages on ``config.TRUSTED_REDIRECT_HOSTS``; the vulnerable one redirects wherever the link
 says. Exploits are links the victim follows (the runner does not follow redirects, so the
 ``Location`` header is judged, whatever the status); the ``prefix_allow`` trap (an allow-list by string prefix) is
@@ -11,6 +13,7 @@ caught by a look-alike host.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from typing import TYPE_CHECKING, Any
 
@@ -135,7 +138,6 @@ def _app(r: Renderer) -> FamilyApp:
     helper = ""
     if helper_needed and structure != "module":
         helper = textwrap.dedent(_TRUSTED if structure == "guard" else _LANDING).strip()
-    signs_out = any("def sign_out(" in h for h in handlers)
     r.route("GET", "/auth/session")
     r.route("GET", "/auth/sessions")
     r.route("POST", "/auth/signout-everywhere")
@@ -172,29 +174,16 @@ def _app(r: Renderer) -> FamilyApp:
             return Response(status_code=status.HTTP_204_NO_CONTENT)
         '''
     )
-    head = r.t(
-        '''
-        """Sessions: who is signed in, and where the browser goes after signing in or out."""
-
-        import sqlite3
-        from typing import Any
-        ${urlsplit}
-        from fastapi import APIRouter, Depends, ${request}Response, status
-        from fastapi.responses import RedirectResponse
-
-        from app import $modules
-        from app.security import CurrentUser
-
-        router = APIRouter(prefix="/auth", tags=["auth"])
-        ''',
-        urlsplit="from urllib.parse import urlsplit\n" if helper else "",
-        modules="config, db, redirects, security"
-        if structure == "module"
-        else "config, db, security",
-        request="Request, " if signs_out else "",
+    own_module = r.spec.layout.sessions_router and bool(handlers)
+    body = "\n\n\n".join(
+        [*([helper] if helper else []), *([] if own_module else [sessions]), *handlers]
     )
-    text = "\n\n\n".join([head, *([helper] if helper else []), sessions, *handlers]) + "\n"
-    files = {"app/routers/signin.py": text}
+    doc = _REDIRECTS_DOC if own_module else _SIGNIN_DOC
+    files = {"app/routers/signin.py": _module(doc, "auth", body)}
+    routers = ["signin"]
+    if own_module:
+        files["app/routers/devices.py"] = _module(_SESSIONS_DOC, "sessions", sessions)
+        routers.append("devices")
     if structure == "module":
         files["app/redirects.py"] = (
             '"""Where the browser may be sent: our own paths and trusted hosts only."""\n\n'
@@ -204,7 +193,7 @@ def _app(r: Renderer) -> FamilyApp:
         )
     return FamilyApp(
         files=files,
-        routers=["signin"],
+        routers=routers,
         config=r.t(
             """
             HOME_PATH = "$url"
@@ -214,6 +203,38 @@ def _app(r: Renderer) -> FamilyApp:
             host=HELP_HOST,
         ),
     )
+
+
+_SIGNIN_DOC = "Sessions: who is signed in, and where the browser goes after signing in or out."
+_REDIRECTS_DOC = "Signing in and out: where the browser goes afterwards."
+_SESSIONS_DOC = "The caller's sessions: who the browser is signed in as, and on which devices."
+
+
+def _module(doc: str, tag: str, body: str) -> str:
+    """A router module under ``/auth`` holding ``body``, importing what the body uses."""
+    fastapi = [
+        "APIRouter",
+        *(n for n in ("Depends", "Request", "Response", "status") if re.search(rf"\b{n}\b", body)),
+    ]
+    modules = [m for m in ("config", "db", "redirects", "security") if f"{m}." in body]
+    head = "\n".join(
+        [
+            f'"""{doc}"""',
+            "",
+            *(["import sqlite3"] * ("sqlite3." in body)),
+            *(["from typing import Any"] * bool(re.search(r"\bAny\b", body))),
+            *(["from urllib.parse import urlsplit"] * ("urlsplit(" in body)),
+            "",
+            f"from fastapi import {', '.join(fastapi)}",
+            *(["from fastapi.responses import RedirectResponse"] * ("RedirectResponse" in body)),
+            "",
+            f"from app import {', '.join(modules)}",
+            "from app.security import CurrentUser",
+            "",
+            f'router = APIRouter(prefix="/auth", tags=["{tag}"])',
+        ]
+    )
+    return head + "\n\n\n" + body + "\n"
 
 
 def _exploits(
