@@ -49,8 +49,9 @@ SESSIONS_ROUTER_SHARE = 0.5
 (``Layout.sessions_router``). The sign-in router then keeps its two redirects, too few
 handlers for one to stand out among its siblings: with its five handlers, where one of the
 three session handlers took its caller by alias and the rest by ``Depends``, that spelling
-made the sign-in router the odd module, and F11 is fixed there (``sibling_asymmetry`` 2.07x
-chance over seeds 28-43; docs/families.md has the figure after)."""
+made the sign-in router the odd module, and F11 is fixed there: ``sibling_asymmetry`` found
+F11's file at 2.06x chance over 16 builds (``tools/giveaway_ties.py --seeds 28-43``), 0.88x
+with this router."""
 
 _DRAWN_LAST = ("me", "devices")
 """Router spellings drawn after the rest, each with the flag that adds its router: a draw added

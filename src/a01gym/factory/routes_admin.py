@@ -20,10 +20,23 @@ class AdminRoutes(RenderHost):
     """Renders ``app/routers/admin.py``, ``internal.py`` and ``tenant.py``."""
 
     # -- admin -------------------------------------------------------------------------------
+    def _admin_checked_inline(self, site: str) -> bool:
+        """Whether the secure handler of ``site`` checks the role in its body (``if not
+        user.is_admin: raise ...``) instead of declaring it (``Depends(require_admin)``, its
+        alias or ``@admin_only``): drawn per site where the guard is per handler, as real
+        routers mix both. Declared alike in every handler, the one handler a bug left
+        signed-in only lacked the name every sibling had, and ``sibling_asymmetry`` found
+        F04's file at 2.15x chance over 16 builds (``tools/giveaway_ties.py --seeds 28-43``), 1.71x
+        drawn per site."""
+        return self.indirection in ("dependency", "decorator") and (
+            checkforms.draw(self.spec, f"{site}.admin", ("declared", "inline")) == "inline"
+        )
+
     def _admin_guard(self, site: str) -> tuple[str, str, str]:
         """(router variable, decorator line, user dependency) for an admin handler."""
         mode = self.v.mode(site)
-        inline = mode in (Mode.HARDCODE, "client_trust", "status_only", Mode.DENY, "over_block")
+        if mode == Mode.SECURE and self._admin_checked_inline(site):
+            return "router", "", "security.current_user"
         if self.indirection == "middleware":
             return "router", "", "security.current_user"
         if self.indirection == "router":
@@ -34,11 +47,15 @@ class AdminRoutes(RenderHost):
             return "router", decorator, "security.current_user"
         if mode == Mode.SECURE:
             return "router", "", "security.require_admin"
-        del inline
         return "router", "", "security.current_user"
 
     def _admin_inline(self, site: str) -> str:
         mode = self.v.mode(site)
+        if mode == Mode.SECURE and self._admin_checked_inline(site):
+            return (
+                "    if not user.is_admin:\n"
+                '        raise HTTPException(status.HTTP_403_FORBIDDEN, "administrator role required")\n'
+            )
         if mode == Mode.HARDCODE:
             admin = self.v.hardcode.get("admin_username", "admin")
             return (
@@ -146,7 +163,7 @@ class AdminRoutes(RenderHost):
                     (
                         '    raise HTTPException(status.HTTP_403_FORBIDDEN, "role changes are disabled")\n'
                         if mode == Mode.DENY
-                        else ""
+                        else inline * (mode == Mode.SECURE)
                     )
                     + "    users = repository.UserRepository(connection)\n"
                     "    if users.get(user_id) is None:\n"
@@ -162,7 +179,7 @@ class AdminRoutes(RenderHost):
                 params = "\n    user_id: int,\n    body: models.RoleChange,"
                 name = "change_role"
             else:
-                body = (
+                body = inline * (mode == Mode.SECURE) + (
                     "    users = repository.UserRepository(connection).everyone()\n"
                     '    return {"users": len(users), "active": sum(1 for u in users if u["is_active"])}'
                 )
@@ -195,7 +212,8 @@ class AdminRoutes(RenderHost):
             fastapi.append("Request")
         fastapi.append("status")
         guard_words = {
-            "dependency": "each handler depends on security.require_admin",
+            # not the form: a handler may depend on require_admin or test the role itself
+            "dependency": "each handler requires the administrator role",
             "router": "the router carries the security.require_admin dependency",
             "decorator": "each handler is for administrators only",
             "middleware": "the admin guard middleware in main.py protects these paths",

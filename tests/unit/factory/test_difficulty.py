@@ -71,7 +71,9 @@ def test_indirection_counts_only_where_it_moves_the_fix() -> None:
             update={"knobs": spec.knobs.model_copy(update={"indirection": style})}
         )
 
-    f04 = _draft("F04", "easy")  # an admin route without its guard: the style is the fix
+    # an admin route without its guard: the style is the fix (not the audit log's, whose
+    # defaulted parameter before the caller keeps Depends where others take the alias)
+    f04 = _f04(inline=False, site="admin.disable")
     assert not _features(styled(f04, "dependency")).indirection
     plain = f04.layout.model_copy(update={"dependency_aliases": 0.0})
     assert _features(styled(f04.model_copy(update={"layout": plain}), "decorator")).indirection
@@ -82,6 +84,30 @@ def test_indirection_counts_only_where_it_moves_the_fix() -> None:
     ).indirection
     f01 = _draft("F01", "easy")  # a record read: admin guards elsewhere change, its fix does not
     assert not _features(styled(f01, "decorator")).indirection
+    # an admin handler drawn to check the role in its body: the same fix under either style
+    f04_inline = _f04(inline=True)
+    plain = f04_inline.layout.model_copy(update={"dependency_aliases": 0.0})
+    f04_inline = f04_inline.model_copy(update={"layout": plain})
+    assert not _features(styled(f04_inline, "decorator")).indirection
+
+
+def _f04(inline: bool, site: str | None = None) -> ScenarioSpec:
+    """The first easy F04 draft (broken at ``site``, when given) whose broken handler, when
+    secure, checks the role in its body (``inline``) or declares it (``factory/routes_admin.py``
+    draws which, per site)."""
+    for seed in range(3, 80):
+        spec = _draft("F04", "easy", seed)
+        if site is not None and spec.bug.sites != [site]:
+            continue
+        bundle = compiler.compile_bundle(spec)
+        line = "    if not user.is_admin:"
+        added = sum(
+            (text or "").count(line) - bundle.workspace[path].decode().count(line)
+            for path, text in bundle.hidden.reference_fix.files.items()
+        )
+        if (added > 0) == inline:
+            return spec
+    raise AssertionError(f"no easy F04 draft with inline={inline} at {site}")
 
 
 @pytest.mark.parametrize("seed", [28, 29])
