@@ -25,9 +25,9 @@ class AdminRoutes(RenderHost):
         user.is_admin: raise ...``) instead of declaring it (``Depends(require_admin)``, its
         alias or ``@admin_only``): drawn per site where the guard is per handler, as real
         routers mix both. Declared alike in every handler, the one handler a bug left
-        signed-in only lacked the name every sibling had, and ``sibling_asymmetry`` found
-        F04's file at 2.15x chance over 16 builds (``tools/giveaway_ties.py --seeds 28-43``), 1.71x
-        drawn per site."""
+        signed-in only lacked the name every sibling had: ``sibling_asymmetry`` found F04's
+        file at 2.15x chance over 16 builds (``tools/giveaway_ties.py --seeds 28-43``), 1.71x
+        with the form drawn per site."""
         return self.indirection in ("dependency", "decorator") and (
             checkforms.draw(self.spec, f"{site}.admin", ("declared", "inline")) == "inline"
         )
