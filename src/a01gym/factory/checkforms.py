@@ -32,9 +32,13 @@ PLAIN_FORMS = FORMS[:3]
 """The forms for checks that need more than FastAPI can inject (no ``dependency``)."""
 
 
-def draw(spec: Any, site: str, forms: tuple[str, ...] = FORMS) -> str:
-    """The form of ``site``'s check in ``spec``'s app (stable for a seed)."""
-    return random.Random(f"checkform\x00{spec.seed}\x00{site}").choice(forms)
+def draw(
+    spec: Any, site: str, forms: tuple[str, ...] = FORMS, weights: tuple[int, ...] = ()
+) -> str:
+    """The form of ``site``'s check in ``spec``'s app (stable for a seed); ``weights``, if
+    given, one per form, make some forms likelier than others."""
+    rng = random.Random(f"checkform\x00{spec.seed}\x00{site}")
+    return rng.choices(forms, weights)[0] if weights else rng.choice(forms)
 
 
 @dataclasses.dataclass(frozen=True)

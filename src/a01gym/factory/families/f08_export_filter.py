@@ -12,6 +12,7 @@ __all__ = [
     "FAMILY",
     "METHODS",
     "STYLES",
+    "STYLE_WEIGHTS",
     "handler_rows",
     "orm_repository_body",
     "repository_body",
@@ -33,6 +34,15 @@ STYLES = ("sql_scope", "python_filter", "handler_filter")
 repository keeps the rows ``policy.can_read`` allows; ``handler_filter``: the report handler
 does, over every row."""
 
+STYLE_WEIGHTS = (2, 2, 1)
+"""How often each of :data:`STYLES` is drawn: a report filters in its handler one time in five.
+
+Each report draws its style alone, so both reports filtered in their handlers one time in
+nine at equal weights, and then the print view (F01's site) was the one handler of three
+without ``policy.can_read``: over seeds 28-43 that was 5.0 of F01's 22.9 expected
+``sibling_asymmetry`` hits (``tools/giveaway_ties.py``; docs/families.md). Real code filters
+in the query more often than in the handler."""
+
 _ALL = 'self._all("SELECT * FROM $ents ORDER BY id", [])'
 
 
@@ -48,7 +58,7 @@ def style(spec: Any, site: str) -> str:
     beside two that call it was the bug: over seeds 28-35 ``sibling_asymmetry`` found F01
     at 2.21x chance and F08 at 2.23x with one style, 1.73x and 1.67x drawn apart
     (``tools/giveaway_ties.py``; docs/families.md)."""
-    return checkforms.draw(spec, site, STYLES)
+    return checkforms.draw(spec, site, STYLES, STYLE_WEIGHTS)
 
 
 _ORM_ALL = "self._all(select($Ent).order_by($Ent.id))"
