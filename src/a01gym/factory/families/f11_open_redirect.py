@@ -44,7 +44,9 @@ _PAYLOADS = (
 STRUCTURES = ("helper", "guard", "module")
 """``helper``: the handler returns ``landing_target(...)`` from its own module; ``guard``: the
 handler drops an untrusted target first (``is_trusted_target``); ``module``: the helper lives
-in ``app/redirects.py``, which every such app has."""
+in ``app/redirects.py``, which an app has where a redirect calls it: kept where every redirect
+is broken, ``landing_target`` was a security helper nothing calls (3 of seed 31's 14 F11
+scenarios), which ``unused_helper`` names; the reference fix adds the module instead."""
 
 
 def _target(mode: str, param: str, default: str, structure: str) -> str:
@@ -184,7 +186,7 @@ def _app(r: Renderer) -> FamilyApp:
     if own_module:
         files["app/routers/devices.py"] = _module(_SESSIONS_DOC, "sessions", sessions)
         routers.append("devices")
-    if structure == "module":
+    if structure == "module" and helper_needed:
         files["app/redirects.py"] = (
             '"""Where the browser may be sent: our own paths and trusted hosts only."""\n\n'
             "from urllib.parse import urlsplit\n\nfrom app import config\n\n\n"
