@@ -7,6 +7,8 @@ CKSUM := $(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 STAMP := $(VENV)/.installed-$(CKSUM)
 TRAIN_STAMP := $(VENV)/.installed-train-$(CKSUM)
 PYTEST_ARGS ?=
+# pytest-xdist workers for `make test`; tests/conftest.py groups what must share one.
+PYTEST_WORKERS ?= 2
 
 .PHONY: test test-unit demo lint format bench venv train-venv images clean
 
@@ -46,7 +48,7 @@ format: venv
 # so a CI log shows where its time went.
 test: lint $(TRAIN_STAMP)
 	@bin="$$(tools/envtest.sh)" || { echo "envtest unavailable: Kubernetes tests will skip"; bin=""; }; \
-	A01GYM_ENVTEST_BIN="$$bin" $(BIN)/pytest --durations=30 $(PYTEST_ARGS)
+	A01GYM_ENVTEST_BIN="$$bin" $(BIN)/pytest -n $(PYTEST_WORKERS) --durations=30 $(PYTEST_ARGS)
 
 # The fast tier: lint, then the unit tests (tests/unit and tests/training/unit), which need no
 # Kubernetes, Docker engine or browser. `make test` runs them too, with everything else.

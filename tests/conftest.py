@@ -20,6 +20,32 @@ if TYPE_CHECKING:
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
+# Tiers whose session fixtures own machine-wide things: the Docker engine and its images
+# (containers/), control planes, a real node's iptables chains, netns and containerd (k8s/ and
+# containers/ both). Each runs whole on one pytest-xdist worker, never beside itself.
+MACHINE_TIERS = ("tests/integration/containers/", "tests/integration/k8s/")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """``make test`` runs two pytest-xdist workers: alone it left one core of two idle 20-60% of
+    the time (``vmstat 30`` over a whole run, 2026-12-02: single-threaded Python tests, waits on
+    servers and sandboxes). A unit of work is a module (its module fixtures start once: a
+    backend, a trained model, a built cache), or a whole machine tier.
+
+    A scheduler rather than ``--dist loadgroup`` marks: with pytest 9.2 and xdist 3.8 that mode
+    spread even an explicitly marked module over both workers (tried here, 2026-12-02).
+    """
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class TierScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return next((tier for tier in MACHINE_TIERS if path.startswith(tier)), path)
+
+    return TierScheduling(config, log)
+
 
 @pytest.hookimpl(wrapper=True, trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:

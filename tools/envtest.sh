@@ -32,6 +32,10 @@ K8S_VERSION="$(awk '$1 == "require" && $2 == "k8s.io/kubernetes" {print $3}' "$M
 CACHE="${A01GYM_ENVTEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/a01gym/envtest}"
 BIN="$CACHE/$K8S_VERSION/bin"
 mkdir -p "$BIN"
+# One build at a time: .ci/run starts this script in the background while pip installs the
+# venv, and `make test` calls it again; the second call waits here, then finds every binary.
+exec 9>"$CACHE/.lock"
+flock 9
 
 log() { echo "envtest: $*" >&2; }
 

@@ -40,7 +40,10 @@ SMOKE_OVERRIDES: dict[str, Any] = {
     "sft.full": True,
     "sft.epochs": 40,
     "sft.learning_rate": 5e-3,
-    "grpo": {"max_steps": 2, "per_device_train_batch_size": 4, "num_generations": 4},
+    # Eight rollouts a group, four groups: the warm-started tiny model gets its first turn right
+    # and most later ones wrong, so a group of four often scored the same everywhere (zero
+    # advantage, zero gradient: both steps of a 2-step run on 2026-12-02).
+    "grpo": {"max_steps": 4, "per_device_train_batch_size": 8, "num_generations": 8},
 }
 """Config values ``--smoke`` applies unless the config file sets them."""
 
