@@ -26,6 +26,7 @@ FIXTURES = Path(__file__).parent / "fixtures"
 MACHINE_TIERS = ("tests/integration/containers/", "tests/integration/k8s/")
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook; `-p no:xdist` runs without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """``make test`` runs two pytest-xdist workers: alone it left one core of two idle 20-60% of
     the time (``vmstat 30`` over a whole run, 2026-12-02: single-threaded Python tests, waits on

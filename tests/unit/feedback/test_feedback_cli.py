@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from rich.console import Console
 from test_feedback_analysis import _breakdown, _gateway_episode
 
+from a01gym.cli import analyze as analyze_cli
 from a01gym.cli.__main__ import main
 from a01gym.env import sampler
 from a01gym.feedback import jobs
@@ -40,7 +42,10 @@ def _runs(tmp_path: Path) -> Path:
 def test_analyze_writes_the_analysis_weights_and_job(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("COLUMNS", "250")
+    # A console as wide as the table: the module's own was sized when first imported, by
+    # whichever test of this worker's process imported it (COLUMNS set here came too late
+    # under pytest-xdist, and the table's headers were cut).
+    monkeypatch.setattr(analyze_cli, "_err", Console(stderr=True, width=250))
     runs = _runs(tmp_path)
     code, out, err = _run(
         capsys, "analyze", str(runs), "--json", "--json-out", str(tmp_path / "a.json"),
