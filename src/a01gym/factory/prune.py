@@ -11,10 +11,9 @@ calling the one check that used a helper left it uncalled in the vulnerable app 
 :func:`prune` removes each rendering's unused top-level functions, settings
 (``UPPER_CASE = ...``) and dependency aliases (``SignedIn = Annotated[...]``) from the app's
 modules (not the routers, whose handlers the framework calls, nor ``main.py``), and then the
-imports only they used, so neither the skeleton nor the bug leaves a dead helper: an
-allow-list the vulnerable redirect never reads (``TRUSTED_REDIRECT_HOSTS``) is not there
-either, and a fix that needs a removed check writes it (the reference fix restores it). It
-reads the code's syntax tree, never running it.
+imports only they used, so neither the skeleton nor the bug leaves a dead helper: a check or
+setting only the bug stopped using is not there either, and a fix that needs it writes it (the
+reference fix restores it). It reads the code's syntax tree, never running it.
 """
 
 from __future__ import annotations
@@ -57,7 +56,7 @@ def prune(files: dict[str, str]) -> dict[str, str]:
                 continue
             text = _without(files[path], unused)
             # a module left with nothing but its docstring would be the giveaway itself (F11's
-            # redirects.py when both redirects are broken): it keeps its helpers
+            # redirects.py was, when its broken apps stopped calling it): it keeps its helpers
             if text != files[path] and _defines(text):
                 files[path], names[path], changed = text, _Names.of(text), True
         if not changed:

@@ -4,11 +4,12 @@
 The app gets ``app/routers/signin.py`` (session routes, plus ``GET /auth/continue?next=``
 after signing in and ``GET /auth/signout?return_to=``; with ``Layout.sessions_router`` the
 session routes are ``app/routers/devices.py``, so the sign-in router's handlers are its two
-redirects). The secure app sends the browser only to its own paths or
-to pages on ``config.TRUSTED_REDIRECT_HOSTS``; the vulnerable one redirects wherever the link
-says. Exploits are links the victim follows (the runner does not follow redirects, so the
-``Location`` header is judged, whatever the status); the ``prefix_allow`` trap (an allow-list by string prefix) is
-caught by a look-alike host.
+redirects) and ``app/redirects.py``, whose ``is_trusted_target`` admits only the app's own paths
+and pages on ``config.TRUSTED_REDIRECT_HOSTS``. A broken redirect skips that check; where no
+redirect is left secure, both keep calling it and it lets every link through by one slip
+(:data:`SLIPS`). Exploits are links the victim follows (the runner does
+not follow redirects, so the ``Location`` header is judged, whatever the status); the
+``prefix_allow`` trap (an allow-list by string prefix) is caught by a look-alike host.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, Tes
 if TYPE_CHECKING:
     from a01gym.factory.renderhost import Renderer
 
-__all__ = ["FAMILY", "HELP_HOST"]
+__all__ = ["FAMILY", "HELP_HOST", "SLIPS", "STRUCTURES"]
 
 HELP_HOST = "help.example.test"
 # site -> (path, query parameter, the default landing page)
@@ -41,16 +42,35 @@ _PAYLOADS = (
 )
 
 
-STRUCTURES = ("helper", "guard", "module")
-"""``helper``: the handler returns ``landing_target(...)`` from its own module; ``guard``: the
-handler drops an untrusted target first (``is_trusted_target``); ``module``: the helper lives
-in ``app/redirects.py``, which an app has where a redirect calls it: kept where every redirect
-is broken, ``landing_target`` was a security helper nothing calls (3 of seed 31's 14 F11
-scenarios), which ``unused_helper`` names; the reference fix adds the module instead."""
+STRUCTURES = ("inline", "guard")
+"""How a handler asks ``redirects.is_trusted_target``: ``inline`` in its return (the target
+when trusted, else the default), ``guard`` first (an untrusted target is dropped). The check
+lives in ``app/redirects.py``, never in the router: with it in the router (two of the three
+structures this replaced), a router that had it and one that had not differed by most of a
+short file, and an app's vulnerable router matches no other app's, so its nearest app is drawn
+without regard to that; the vulnerable app also dropped the check with its setting and import,
+and the fix wrote them back. With both changes ``nearest_diff`` finds F11's file 12.0 times
+(expected) in 98 scenarios against 17.0 before (seeds 31-37); its ratio to chance did not fall
+(3.27x against 3.06x), since the fix now touches one file where it touched two or three
+(docs/families.md)."""
+
+_SECURE_RULE = 'parts.scheme in ("", "https") and parts.hostname in config.TRUSTED_REDIRECT_HOSTS'
+SLIPS = {
+    "or_for_and": 'parts.scheme in ("", "https") or parts.hostname in config.TRUSTED_REDIRECT_HOSTS',
+    "http_only": 'parts.hostname in config.TRUSTED_REDIRECT_HOSTS or parts.scheme != "http"',
+    "fast_path": _SECURE_RULE,
+}
+"""Where no redirect of the app is left secure, the vulnerable app keeps calling
+``is_trusted_target``, which lets every link through by one slip drawn per app: ``or`` for
+``and`` in its host rule, a rule that only refuses plain http, or a fast path that admits any
+link starting with ``/`` or ``https://`` before the rule. A check that reads like the secure one,
+never a helper or setting left unused, and three shapes of fix."""
+
+_FAST_PATH = 'if target.startswith(("/", "https://")):\n        return True\n    '
 
 
 def _target(mode: str, param: str, default: str, structure: str) -> str:
-    if mode == "vuln" or (mode == "secure" and structure == "guard"):
+    if mode == "vuln" or (mode in ("secure", "slip") and structure == "guard"):
         return f"{param} or {default}"
     if mode == "deny":
         return default
@@ -59,47 +79,43 @@ def _target(mode: str, param: str, default: str, structure: str) -> str:
             f'{param} if {param} and {param}.startswith(("/", f"https://{{config.TRUSTED_REDIRECT_HOSTS[0]}}")) '
             f'and not {param}.startswith("//") else {default}'
         )
-    if structure == "module":
-        return f"redirects.landing_target({param}, {default})"
-    return f"landing_target({param}, {default})"
+    return f"{param} if {param} and redirects.is_trusted_target({param}) else {default}"
 
 
 def _guard(mode: str, param: str, structure: str) -> str:
-    if mode != "secure" or structure != "guard":
+    if mode not in ("secure", "slip") or structure != "guard":
         return ""
-    return f"if {param} and not is_trusted_target({param}):\n        {param} = None\n    "
+    return f"if {param} and not redirects.is_trusted_target({param}):\n        {param} = None\n    "
 
 
-_LANDING = '''
-    def landing_target(target: str | None, default: str) -> str:
-        """The target when it is one of our paths or a trusted host, else ``default``."""
-        parts = urlsplit(target or "")
-        if parts.scheme or parts.netloc:
-            ok = parts.scheme == "https" and parts.hostname in config.TRUSTED_REDIRECT_HOSTS
-        else:
-            ok = (target or "").startswith("/") and "\\\\" not in (target or "")
-        return target if target and ok else default
-    '''
 _TRUSTED = '''
+    """Where the browser may be sent: our own paths and trusted hosts only."""
+
+    from urllib.parse import urlsplit
+
+    from app import config
+
+
     def is_trusted_target(target: str) -> bool:
         """One of our own paths, or a page on a trusted host."""
         parts = urlsplit(target)
-        if parts.scheme or parts.netloc:
-            return parts.scheme == "https" and parts.hostname in config.TRUSTED_REDIRECT_HOSTS
+        ${fast}if parts.scheme or parts.netloc:
+            return $rule
         return target.startswith("/") and "\\\\" not in target
     '''
 
 
 def _app(r: Renderer) -> FamilyApp:
     handlers = []
-    helper_needed = False
     structure = checkforms.draw(r.spec, "redirect", STRUCTURES)
-    for site, (path, param, default) in _SITES.items():
-        if site in r.v.removed:
-            continue
+    modes = {site: r.v.mode(site) for site in _SITES if site not in r.v.removed}
+    # no redirect left secure: the broken ones keep the check, with the slip in its rule
+    slip = "secure" not in modes.values()
+    if slip:
+        modes = {site: "slip" if mode == "vuln" else mode for site, mode in modes.items()}
+    for site, mode in modes.items():
+        path, param, default = _SITES[site]
         r.route("GET", path)
-        mode = r.v.mode(site)
-        helper_needed = helper_needed or mode == "secure"
         default_expr = "config.HOME_PATH" if default is None else "config.SIGNED_OUT_PATH"
         if site == "redirect.continue":
             handlers.append(
@@ -137,9 +153,6 @@ def _app(r: Renderer) -> FamilyApp:
                     guard=_guard(mode, param, structure),
                 )
             )
-    helper = ""
-    if helper_needed and structure != "module":
-        helper = textwrap.dedent(_TRUSTED if structure == "guard" else _LANDING).strip()
     r.route("GET", "/auth/session")
     r.route("GET", "/auth/sessions")
     r.route("POST", "/auth/signout-everywhere")
@@ -177,22 +190,18 @@ def _app(r: Renderer) -> FamilyApp:
         '''
     )
     own_module = r.spec.layout.sessions_router and bool(handlers)
-    body = "\n\n\n".join(
-        [*([helper] if helper else []), *([] if own_module else [sessions]), *handlers]
-    )
+    body = "\n\n\n".join([*([] if own_module else [sessions]), *handlers])
     doc = _REDIRECTS_DOC if own_module else _SIGNIN_DOC
     files = {"app/routers/signin.py": _module(doc, "auth", body)}
     routers = ["signin"]
     if own_module:
         files["app/routers/devices.py"] = _module(_SESSIONS_DOC, "sessions", sessions)
         routers.append("devices")
-    if structure == "module" and helper_needed:
-        files["app/redirects.py"] = (
-            '"""Where the browser may be sent: our own paths and trusted hosts only."""\n\n'
-            "from urllib.parse import urlsplit\n\nfrom app import config\n\n\n"
-            + textwrap.dedent(_LANDING).strip()
-            + "\n"
-        )
+    if {"secure", "slip"} & set(modes.values()):
+        drawn = checkforms.draw(r.spec, "redirect.slip", tuple(SLIPS)) if slip else ""
+        text = textwrap.dedent(_TRUSTED).lstrip()
+        text = text.replace("${fast}", _FAST_PATH if drawn == "fast_path" else "")
+        files["app/redirects.py"] = text.replace("$rule", SLIPS.get(drawn, _SECURE_RULE))
     return FamilyApp(
         files=files,
         routers=routers,
@@ -219,14 +228,15 @@ def _module(doc: str, tag: str, body: str) -> str:
         *(n for n in ("Depends", "Request", "Response", "status") if re.search(rf"\b{n}\b", body)),
     ]
     modules = [m for m in ("config", "db", "redirects", "security") if f"{m}." in body]
+    stdlib = [
+        *(["import sqlite3"] * ("sqlite3." in body)),
+        *(["from typing import Any"] * bool(re.search(r"\bAny\b", body))),
+    ]
     head = "\n".join(
         [
             f'"""{doc}"""',
             "",
-            *(["import sqlite3"] * ("sqlite3." in body)),
-            *(["from typing import Any"] * bool(re.search(r"\bAny\b", body))),
-            *(["from urllib.parse import urlsplit"] * ("urlsplit(" in body)),
-            "",
+            *([*stdlib, ""] if stdlib else []),
             f"from fastapi import {', '.join(fastapi)}",
             *(["from fastapi.responses import RedirectResponse"] * ("RedirectResponse" in body)),
             "",
