@@ -193,6 +193,9 @@ async def _play(url: str, source: sampler.ScenarioSource, hashes: list[str]) -> 
 
 
 @pytest.mark.slow
+# its fixtures gate a 50-scenario cache in real sandboxes: 134 s alone on 2 cores, past the
+# default 300 s under `make test`'s two workers beside a torch test (CI of a3f9b25)
+@pytest.mark.timeout(900)
 async def test_solver_resolves_every_train_scenario_with_small_edits(
     demo50: Path, gateway: tuple[str, Path]
 ) -> None:
