@@ -15,7 +15,6 @@ not follow redirects, so the ``Location`` header is judged, whatever the status)
 from __future__ import annotations
 
 import re
-import textwrap
 from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
@@ -199,9 +198,10 @@ def _app(r: Renderer) -> FamilyApp:
         routers.append("devices")
     if {"secure", "slip"} & set(modes.values()):
         drawn = checkforms.draw(r.spec, "redirect.slip", tuple(SLIPS)) if slip else ""
-        text = textwrap.dedent(_TRUSTED).lstrip()
-        text = text.replace("${fast}", _FAST_PATH if drawn == "fast_path" else "")
-        files["app/redirects.py"] = text.replace("$rule", SLIPS.get(drawn, _SECURE_RULE))
+        fast = _FAST_PATH if drawn == "fast_path" else ""
+        files["app/redirects.py"] = (
+            r.t(_TRUSTED, fast=fast, rule=SLIPS.get(drawn, _SECURE_RULE)) + "\n"
+        )
     return FamilyApp(
         files=files,
         routers=routers,
