@@ -196,14 +196,18 @@ def test_a_line_hit_is_a_pointer_at_lines_the_reference_fix_changes() -> None:
 
 
 def test_without_companions_a_family_only_file_is_given_away() -> None:
-    """The probe finds what companions hide: stripped of them, every F18 app adds a form
-    router no F01 app has, and remembering an F01 app and diffing finds it (all in the
-    skeleton's own layout, which varies apps' other files too)."""
-    cfg = config.FactoryConfig(count=8, seed=28, families=["F01", "F18"])
-    specs = [
+    """The probe finds what companions hide: stripped of them, an F18 app adds a form router
+    no F01 app has, and remembering an F01 app and diffing finds it (all in the skeleton's
+    own layout, which varies apps' other files too). One F18 app among the F01 ones: F18 apps
+    that are each other's nearest both serve the router and tell nothing (since F18's broken
+    check is a slip, not a missing function)."""
+    cfg = config.FactoryConfig(count=16, seed=28, families=["F01", "F18"])
+    drafts = [
         author.TemplateAuthor().draft(r).model_copy(update={"layout": Layout()})
         for r in author.plan(cfg)
     ]
+    specs = [s for s in drafts if s.bug.family == "F01"]
+    specs += [s for s in drafts if s.bug.family == "F18"][:1]
     assert all(spec.companions for spec in specs)
     bare = [compiler.compile_bundle(spec.model_copy(update={"companions": []})) for spec in specs]
     rows = {row.family: row for row in giveaway_gate.report(bare)}

@@ -4,12 +4,12 @@
 The app gets ``app/routers/web.py``, the browser UI's form endpoints, authenticated by the
 ``session`` cookie: ``POST /web/<records>/{id}/archive`` and ``POST /web/account/email``. The
 secure app requires a double-submit token (the ``X-CSRF-Token`` header equal to the
-``csrf_token`` cookie) on each of them; the vulnerable one checks nothing, so a page on another
-site can make the victim's browser change data. Exploits send the victim's cookies (as a
-browser would) from a foreign origin without the header, with a guessed token, and without the
-``csrf_token`` cookie; the ``referer_check`` trap trusts a ``Referer`` that merely contains the
-front end's address, and ``token_present`` accepts any non-empty token (never compared with the
-cookie).
+``csrf_token`` cookie) on each; a broken route skips it, so a page on another site can make the
+victim's browser change data; where no route is left secure, ``csrf_protect`` slips
+(:data:`SLIPS`). Exploits send the victim's cookies (as a browser would) from a foreign origin
+without the header, with a guessed token, and without the ``csrf_token`` cookie; the
+``referer_check`` trap trusts a ``Referer`` that merely contains the front end's address, and
+``token_present`` accepts any non-empty token (never compared with the cookie).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from a01gym.scenario.httptest import DbCheck, HttpTest, StatusIn, Step, TestKind
 if TYPE_CHECKING:
     from a01gym.factory.renderhost import Renderer
 
-__all__ = ["FAMILY"]
+__all__ = ["FAMILY", "SLIPS"]
 
 
 MECHANISMS = ("parameter", "route_dependencies", "call", "decorator")
@@ -36,10 +36,29 @@ decorator. The vulnerable route lacks the one line that does it."""
 
 _CHECKS = {
     "secure": "csrf_protect",
+    "slip": "csrf_protect",
     "referer_check": "referer_protect",
     "token_present": "csrf_header_present",
     "deny": "forms_disabled",
 }
+
+
+_RETURN = "\n        return\n    "
+_SECURE_RULE = "if not cookie or not hmac.compare_digest(cookie, header):"
+_FORMS_ONLY = 'if not request.headers.get("content-type", "").startswith(("application/x-www-form-urlencoded", "multipart/form-data")):'
+_SAME_ORIGIN = (
+    'if request.headers.get("referer", "").startswith(request.headers.get("origin") or "-"):'
+)
+SLIPS = {
+    "or_for_and": ("", "if not cookie and not hmac.compare_digest(cookie, header):"),
+    "forms_only": (_FORMS_ONLY + _RETURN, _SECURE_RULE),
+    "same_origin": (_SAME_ORIGIN + _RETURN, _SECURE_RULE),
+}
+"""Where no form route is left secure, both keep calling ``csrf_protect``, which lets every
+foreign post through by one slip drawn per app: ``and`` for ``or`` in its rule, only HTML form
+bodies checked (a JSON or empty post passes), or a ``Referer`` on its own ``Origin`` taken for
+the app's page (both name the foreign page). It used to drop the check, its import and its
+calls, and the fix wrote them back (docs/families.md: F18's slips)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,10 +105,12 @@ _FORM_CHECK = '''def form_check(check: Callable[[Request], None]) -> Callable[[C
 def _app(r: Renderer) -> FamilyApp:
     handlers = []
     mechanism = checkforms.draw(r.spec, "csrf", MECHANISMS)
-    archive, email = (
-        _guard(mechanism, r.v.mode("csrf.archive")),
-        _guard(mechanism, r.v.mode("csrf.email")),
-    )
+    modes = {site: r.v.mode(site) for site in FAMILY.sites if site not in r.v.removed}
+    # no form route left secure: the broken ones keep the check, with the slip in it
+    slip = "vuln" in modes.values() and "secure" not in modes.values()
+    if slip:
+        modes = {site: "slip" if mode == "vuln" else mode for site, mode in modes.items()}
+    archive, email = (_guard(mechanism, modes.get(site, "")) for site in FAMILY.sites)
     if "csrf.archive" not in r.v.removed:
         r.route("POST", r.t("/web$url/{${ent}_id}/archive"))
         handlers.append(
@@ -142,13 +163,24 @@ def _app(r: Renderer) -> FamilyApp:
     if "form_check(" in body:
         helpers.append(_FORM_CHECK)
     if "csrf_protect" in body:
+        early, rule = (
+            SLIPS[checkforms.draw(r.spec, "csrf.slip", tuple(SLIPS))]
+            if slip
+            else ("", _SECURE_RULE)
+        )
         helpers.append(
-            '''def csrf_protect(request: Request) -> None:
-    """Double-submit check: the page echoes its csrf_token cookie in X-CSRF-Token."""
-    cookie = request.cookies.get("csrf_token", "")
-    header = request.headers.get("X-CSRF-Token", "")
-    if not cookie or not hmac.compare_digest(cookie, header):
-        raise HTTPException(status.HTTP_403_FORBIDDEN, "missing or wrong CSRF token")'''
+            r.t(
+                '''
+                def csrf_protect(request: Request) -> None:
+                    """Double-submit check: the page echoes its csrf_token cookie in X-CSRF-Token."""
+                    ${early}cookie = request.cookies.get("csrf_token", "")
+                    header = request.headers.get("X-CSRF-Token", "")
+                    $rule
+                        raise HTTPException(status.HTTP_403_FORBIDDEN, "missing or wrong CSRF token")
+                ''',
+                early=early,
+                rule=rule,
+            )
         )
     if "csrf_header_present" in body:
         helpers.append(
@@ -292,36 +324,31 @@ def _form_test(
 def _exploits(
     cast: testkit.Cast, site: str, attacker: str, victim: str, tag: str
 ) -> list[HttpTest]:
+    posts: tuple[tuple[str, dict[str, Any], str], ...] = (
+        ("", {}, "makes {}'s browser post the form"),
+        (
+            ".wrong_token",
+            {"token": "a-guessed-token"},
+            "posts {}'s form with a token that is not the cookie's",
+        ),
+        (
+            ".no_cookie",
+            {"csrf_cookie": False},
+            "posts {}'s form with no csrf_token cookie and no token",
+        ),
+    )
     return [
         _form_test(
             cast,
-            f"{tag}.{site}",
+            f"{tag}.{site}{suffix}",
             TestKind.EXPLOIT,
             site,
             victim,
             same_site=False,
-            why=f"a foreign page makes {victim}'s browser post the form",
-        ),
-        _form_test(
-            cast,
-            f"{tag}.{site}.wrong_token",
-            TestKind.EXPLOIT,
-            site,
-            victim,
-            same_site=False,
-            token="a-guessed-token",
-            why=f"a foreign page posts {victim}'s form with a token that is not the cookie's",
-        ),
-        _form_test(
-            cast,
-            f"{tag}.{site}.no_cookie",
-            TestKind.EXPLOIT,
-            site,
-            victim,
-            same_site=False,
-            csrf_cookie=False,
-            why=f"a foreign page posts {victim}'s form with no csrf_token cookie and no token",
-        ),
+            why="a foreign page " + why.format(victim),
+            **extra,
+        )
+        for suffix, extra, why in posts
     ]
 
 
