@@ -32,7 +32,7 @@ __all__ = ["FAMILY", "SLIPS"]
 MECHANISMS = ("parameter", "route_dependencies", "call", "decorator")
 """How a form route runs its check: a ``Depends`` parameter, the route decorator's
 ``dependencies=[...]``, a call at the top of the handler, or a ``@form_check(...)``
-decorator. The vulnerable route lacks the one line that does it."""
+decorator. A route broken beside a secure one lacks the line that does it."""
 
 _CHECKS = {
     "secure": "csrf_protect",
