@@ -1,10 +1,11 @@
 """The giveaway gate: each probe's hit rate per family against chance, and the build's verdict.
 
 The probes (:mod:`a01gym.factory.giveaways`) name one file per scenario; a *hit* is a file the
-reference fix changes, and chance is the hit rate of a file drawn at random from the app's
-Python files. :func:`report` gives the rates per family, and for the probes that also name
-lines, how often those are lines the fix changes (a *line hit*: the issue asks how often a
-probe points at "the right file and line"). The gate judges files: a line hit is a file hit.
+reference fix changes (or a helper it starts using, where a probe names one), and chance is
+the hit rate of a file drawn at random from the app's Python files. :func:`report` gives the
+rates per family, and for the probes that also name lines, how often those are lines the fix
+changes (a *line hit*: the issue asks how often a probe points at "the right file and line").
+The gate judges files: a line hit is a file hit.
 
 The gate's question is whether a probe finds a family's bug *far* above chance, and with 14
 scenarios a family a rate is coarse: one hit is 1.6x chance, two are 3.2x, and two hits happen
@@ -32,6 +33,7 @@ from __future__ import annotations
 import collections
 import logging
 import math
+import re
 from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, Field
@@ -174,11 +176,21 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
         expected = sum(chance[i] for i in members) / len(members)
         probes = {}
         for name, guessed in guesses.items():
-            hits = sum(expected_hit(guessed[i], lambda c, i=i: c.path in fixed[i]) for i in members)
+            hits = sum(
+                expected_hit(
+                    guessed[i], lambda c, i=i: c.path in fixed[i] or _put_to_use(c, bundles[i])
+                )
+                for i in members
+            )
             rate = hits / len(members)
             line_hits = (
                 sum(
-                    expected_hit(guessed[i], lambda c, i=i: _on_changed_line(c, changed[i]))
+                    expected_hit(
+                        guessed[i],
+                        lambda c, i=i: (
+                            _on_changed_line(c, changed[i]) or _put_to_use(c, bundles[i])
+                        ),
+                    )
                     for i in members
                 )
                 if name in giveaways.LINE_PROBES
@@ -223,6 +235,24 @@ def _changed_lines(bundle: Bundle) -> dict[str, set[int]]:
             first, last = giveaways.line_span(i1, i2)
             lines[path].update(range(first, last + 1))
     return lines
+
+
+def _put_to_use(pointer: giveaways.Pointer, bundle: Bundle) -> bool:
+    """Whether the reference fix starts using the name ``pointer`` names (``unused_helper``'s
+    helper): more uses of it in the files the fix writes than those files had. The probe then
+    found the bug through the helper, though the fix changes the file that calls it, not the
+    one that defines it (an F11 app's dead ``landing_target``, 2026-12-02: docs/families.md)."""
+    if pointer.name is None:
+        return False
+    word = re.compile(rf"\b{re.escape(pointer.name)}\b")
+    fix = bundle.hidden.reference_fix.files
+    after = sum(len(word.findall(text)) for text in fix.values() if text is not None)
+    before = sum(
+        len(word.findall(bundle.workspace[path].decode(errors="replace")))
+        for path in fix
+        if path in bundle.workspace
+    )
+    return after > before
 
 
 def expected_hit(

@@ -23,7 +23,8 @@ compared with chance, the hit rate of a file drawn at random from the app's Pyth
   may remember any of them); the first in the population's order used to decide, and any
   change to a task text reordered a build's content hashes and moved its rate;
 * ``unused_helper``: a file defining a function or setting no other line uses (a check the
-  bug stopped calling; several such files: a draw), at the definition's line;
+  bug stopped calling; several such files: a draw), at the definition's line; it also hits
+  where the fix starts using that name from another file (the helper was the bug's trace);
 * ``sibling_asymmetry``: the file with a function that lacks a check-like call (a name with
   ``scope``, ``check``, ``require``, ``can_``, ``verify``, ...) that the largest share of its
   siblings make (the other route handlers of its module, or the other plain functions of its
@@ -77,6 +78,9 @@ class Pointer(NamedTuple):
     path: str
     lines: tuple[int, int] | None = None
     tied: tuple[Pointer, ...] = ()
+    name: str | None = None
+    """The function or setting it points at, where it names one (``unused_helper``): a fix that
+    starts using it found the bug through it, whichever file that fix changes."""
 
 
 def candidates(pointer: Pointer) -> tuple[Pointer, ...]:
@@ -249,7 +253,7 @@ def _unused_helper(
 ) -> Pointer | None:
     files = population[own]
     uses = collections.Counter(re.findall(r"\w+", "\n".join(files.values())))
-    found: dict[str, int] = {}
+    found: dict[str, tuple[int, str]] = {}
     for path, text in files.items():
         for match in _DEFINED.finditer(text):
             name = match.group(1) or match.group(2)
@@ -259,12 +263,15 @@ def _unused_helper(
                 # defined and never used: decorated routes are used by the framework
                 before = text[: match.start()].rstrip().rsplit("\n", 1)[-1]
                 if not before.startswith("@"):
-                    found[path] = text.count("\n", 0, match.start()) + 1
+                    found[path] = (text.count("\n", 0, match.start()) + 1, name)
                     break
     if not found:
         return None
     # several files with one: a draw, never the order of their names (a layout renames them)
-    return _drawn(bundle, {path: Pointer(path, (line, line)) for path, line in found.items()})
+    return _drawn(
+        bundle,
+        {path: Pointer(path, (line, line), name=name) for path, (line, name) in found.items()},
+    )
 
 
 _CHECKLIKE = re.compile(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ def test_an_unused_helper_points_at_its_file() -> None:
     }
     probe = giveaways.PROBES["unused_helper"]
     drafts = _drafts(12)
-    assert probe(drafts[0], [files], 0) == giveaways.Pointer("app/tokens.py", (1, 1))
+    pointer = probe(drafts[0], [files], 0)
+    assert pointer == giveaways.Pointer("app/tokens.py", (1, 1), name="_signature_ok")
     # two files with one: a draw per scenario, never the order of the files' names
     files["app/auth.py"] += "\n\nTRUSTED_HOSTS = ()\n"
     named = [probe(draft, [files], 0).path for draft in drafts]
@@ -193,6 +195,26 @@ def test_a_line_hit_is_a_pointer_at_lines_the_reference_fix_changes() -> None:
     assert not giveaway_gate._on_changed_line(
         giveaways.Pointer(path, (untouched, untouched)), changed
     )
+
+
+def test_a_helper_the_fix_starts_using_elsewhere_is_a_hit() -> None:
+    """``unused_helper`` points at a definition; a fix that starts calling it from another
+    file found the bug through it (an F11 app's dead ``landing_target``, 2026-12-02), though
+    the file the probe names is not one the fix changes."""
+    bundle = _drafts(1)[0]
+    path, text = next((p, t) for p, t in bundle.hidden.reference_fix.files.items() if t)
+    before = bundle.workspace[path].decode()
+
+    def uses(word: str, source: str) -> int:
+        return len(re.findall(rf"\b{word}\b", source))
+
+    words = set(re.findall(r"\b[A-Za-z_]\w*", before + text))
+    added = next(w for w in words if uses(w, text) > uses(w, before))
+    kept = next(w for w in words if 0 < uses(w, text) <= uses(w, before))
+    elsewhere = next(p for p in bundle.workspace if p.endswith(".py") and p != path)
+    assert giveaway_gate._put_to_use(giveaways.Pointer(elsewhere, (1, 1), name=added), bundle)
+    assert not giveaway_gate._put_to_use(giveaways.Pointer(elsewhere, (1, 1), name=kept), bundle)
+    assert not giveaway_gate._put_to_use(giveaways.Pointer(elsewhere, (1, 1)), bundle)
 
 
 def test_without_companions_a_family_only_file_is_given_away() -> None:
