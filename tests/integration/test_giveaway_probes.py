@@ -31,7 +31,10 @@ spellings of their refusal status (``factory/statuses.py``, same day): ``nearest
 (1.63x; F18 3.9 of 14), ``sibling_asymmetry`` over 8 builds F02 2.4x, F01 2.0x (from 2.8x,
 2.4x). Since three policies of four pin owner checks to the tenant (``Layout.owner_in_tenant``,
 same day): ``nearest_diff`` 23.2 (1.59x; F18 3.5 of 14), ``sibling_asymmetry`` over 8 builds
-F02 1.85x.
+F02 1.85x. Since F15, F18, F19 and F21 share a module per area (``families/plumbing.py``,
+2026-12-06): ``nearest_diff`` 19.4 hits (1.54x, from 19.0 and 1.36x: chance fell with the extra
+files; F18 0 of 14 from 2.7, F11 the worst, 2.3 of 14), and the bare apps without companions
+read 3.7x (from above 4: a bare F18 app's router and shared module now tie as new files).
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ def test_companions_and_layouts_cut_the_nearest_app_diff_probe_to_near_chance(
     built = _rates(specs)
     bare = _rates([s.model_copy(update={"companions": [], "layout": Layout()}) for s in specs])
     before, after = bare["ALL"].probes["nearest_diff"], built["ALL"].probes["nearest_diff"]
-    assert before.ratio > 4, before
+    assert before.ratio > 3.5, before
     assert after.ratio <= 2.0, after
     assert after.hits * 2 <= before.hits, (before, after)
     worst = max(

@@ -1,7 +1,8 @@
 # ruff: noqa: E501  (templates of generated code keep the generated line lengths)
 """F15: API tokens (JWT, HS256) whose signature or expiry is not verified.
 
-The app gets ``app/tokens.py`` and ``app/routers/api.py``: ``POST /api/v2/tokens`` issues a
+The app gets ``app/tokens.py`` (on ``app/jwt_codec.py``, :data:`plumbing.JWT_CODEC`) and
+``app/routers/api.py``: ``POST /api/v2/tokens`` issues a
 token for the signed-in user, ``/api/v2/me`` and ``/api/v2/<records>/{id}`` accept it. The
 sandbox has no JWT package, so ``tokens.py`` implements HS256 with the standard library; the
 signing key is a per-world secret in the settings table. Sites: ``jwt.signature`` (the signature is not checked) and ``jwt.expiry`` (``exp`` is
@@ -16,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families import vocabulary
+from a01gym.factory.families import plumbing, vocabulary
 from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step, TestKind
@@ -28,13 +29,13 @@ __all__ = ["FAMILY"]
 
 _SIGNATURE = {
     "secure": """
-        expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
+        expected = hs256(signing_key(connection), head, body)
         if header.get("alg") != "HS256" or not hmac.compare_digest(signature, expected):
             return None
         """,
     "alg_from_header": """
         if header.get("alg") == "HS256":
-            expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
+            expected = hs256(signing_key(connection), head, body)
             if not hmac.compare_digest(signature, expected):
                 return None
         """,
@@ -42,7 +43,7 @@ _SIGNATURE = {
         if header.get("alg", "").lower() == "none":
             return None
         if header.get("alg") == "HS256":
-            expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
+            expected = hs256(signing_key(connection), head, body)
             if not hmac.compare_digest(signature, expected):
                 return None
         """,
@@ -65,7 +66,7 @@ _HELPERS = {
     "secure": '''
         def _signature_ok(connection: sqlite3.Connection, header: dict[str, Any], head: str, body: str, signature: str) -> bool:
             """Signed by this app with HS256 (the only algorithm it issues)."""
-            expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
+            expected = hs256(signing_key(connection), head, body)
             return header.get("alg") == "HS256" and hmac.compare_digest(signature, expected)
         ''',
     "alg_from_header": '''
@@ -73,7 +74,7 @@ _HELPERS = {
             """Signed by this app with HS256 (the only algorithm it issues)."""
             if header.get("alg") != "HS256":
                 return True
-            expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
+            expected = hs256(signing_key(connection), head, body)
             return hmac.compare_digest(signature, expected)
         ''',
     "none_rejected": '''
@@ -83,7 +84,7 @@ _HELPERS = {
                 return False
             if header.get("alg") != "HS256":
                 return True
-            expected = _b64(hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest())
+            expected = hs256(signing_key(connection), head, body)
             return hmac.compare_digest(signature, expected)
         ''',
 }
@@ -127,8 +128,6 @@ def _tokens(r: Renderer) -> str:
         Built on the standard library: the runtime ships no JWT package.
         """
 
-        import base64
-        import hashlib
         import hmac
         import json
         import sqlite3
@@ -137,15 +136,9 @@ def _tokens(r: Renderer) -> str:
 
         from fastapi import HTTPException, status
 
+        from app.jwt_codec import b64decode, b64encode, hs256
+
         TOKEN_TTL_SECONDS = 3600
-
-
-        def _b64(data: bytes) -> str:
-            return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-        def _unb64(text: str) -> bytes:
-            return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
         def signing_key(connection: sqlite3.Connection) -> bytes:
@@ -157,10 +150,9 @@ def _tokens(r: Renderer) -> str:
 
         def issue(connection: sqlite3.Connection, user_id: int) -> str:
             now = int(time.time())
-            head = _b64(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
-            body = _b64(json.dumps({"sub": str(user_id), "iat": now, "exp": now + TOKEN_TTL_SECONDS}).encode())
-            mac = hmac.new(signing_key(connection), f"{head}.{body}".encode(), hashlib.sha256).digest()
-            return f"{head}.{body}.{_b64(mac)}"
+            head = b64encode(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+            body = b64encode(json.dumps({"sub": str(user_id), "iat": now, "exp": now + TOKEN_TTL_SECONDS}).encode())
+            return f"{head}.{body}.{hs256(signing_key(connection), head, body)}"
         $helpers
 
 
@@ -168,8 +160,8 @@ def _tokens(r: Renderer) -> str:
             """The token's claims, or None when it is not one this app issued and still valid."""
             try:
                 head, body, signature = token.split(".")
-                header = json.loads(_unb64(head))
-                claims = json.loads(_unb64(body))
+                header = json.loads(b64decode(head))
+                claims = json.loads(b64decode(body))
             except ValueError:
                 return None
             if not isinstance(header, dict) or not isinstance(claims, dict):
@@ -265,7 +257,12 @@ def _api(r: Renderer) -> str:
 
 def _app(r: Renderer) -> FamilyApp:
     return FamilyApp(
-        files={"app/tokens.py": _tokens(r), "app/routers/api.py": _api(r)}, routers=["api"]
+        files={
+            "app/tokens.py": _tokens(r),
+            "app/jwt_codec.py": plumbing.JWT_CODEC,
+            "app/routers/api.py": _api(r),
+        },
+        routers=["api"],
     )
 
 

@@ -2,7 +2,8 @@
 """F18: cookie-authenticated form endpoints without a CSRF check (CWE-352).
 
 The app gets ``app/routers/web.py``, the browser UI's form endpoints, authenticated by the
-``session`` cookie: ``POST /web/<records>/{id}/archive`` and ``POST /web/account/email``. The
+``session`` cookie (``app/browser.py``, :func:`plumbing.browser`): ``POST
+/web/<records>/{id}/archive`` and ``POST /web/account/email``. The
 secure app requires a double-submit token (the ``X-CSRF-Token`` header equal to the
 ``csrf_token`` cookie) on each; a broken route skips it, so a page on another site can make the
 victim's browser change data; where no route is left secure, ``csrf_protect`` slips
@@ -18,7 +19,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families import vocabulary
+from a01gym.factory.families import plumbing, vocabulary
 from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R, frontend_origin
 from a01gym.scenario.httptest import DbCheck, HttpTest, StatusIn, Step, TestKind
@@ -119,7 +120,7 @@ def _app(r: Renderer) -> FamilyApp:
                 @router.post("$url/{${ent}_id}/archive"$route_args)
                 ${decorator}def archive_${ent}_form(
                     ${ent}_id: int,${request}
-                    user: CurrentUser = Depends(cookie_user),${guard}
+                    user: CurrentUser = Depends(browser.cookie_user),${guard}
                     connection: sqlite3.Connection = Depends(db.get_db),
                 ) -> dict[str, Any]:${first}
                     records = repository.${Ent}Repository(connection)
@@ -144,8 +145,8 @@ def _app(r: Renderer) -> FamilyApp:
                 """
                 @router.post("/account/email"$route_args)
                 ${decorator}def change_email_form(
-                    body: EmailChange,${request}
-                    user: CurrentUser = Depends(cookie_user),${guard}
+                    body: browser.EmailChange,${request}
+                    user: CurrentUser = Depends(browser.cookie_user),${guard}
                     connection: sqlite3.Connection = Depends(db.get_db),
                 ) -> dict[str, Any]:${first}
                     repository.UserRepository(connection).update(user.id, {"email": body.email})
@@ -209,26 +210,14 @@ def _app(r: Renderer) -> FamilyApp:
         ${functools}${hmac}import sqlite3
         ${callable}from typing import Any
 
-        from fastapi import APIRouter, Depends, HTTPException, Request, status
-        from pydantic import BaseModel, Field
+        from fastapi import APIRouter, Depends, HTTPException, ${request}status
 
-        from app import ${config}db, models, policy, repository, security
+        from app import ${config}browser, db, models, policy, repository
         from app.security import CurrentUser
 
         router = APIRouter(prefix="/web", tags=["web"])
-
-
-        class EmailChange(BaseModel):
-            email: str = Field(min_length=3, max_length=200)
-
-
-        def cookie_user(request: Request, connection: sqlite3.Connection = Depends(db.get_db)) -> CurrentUser:
-            token = request.cookies.get("session", "")
-            user = security.user_for_token(connection, token) if token else None
-            if user is None:
-                raise HTTPException(status.HTTP_401_UNAUTHORIZED, "sign in first")
-            return user
         ''',
+        request="Request, " if "Request" in "".join(helpers + handlers) else "",
         functools="import functools\n" if "functools." in "".join(helpers) else "",
         callable="from collections.abc import Callable\n"
         if "Callable[" in "".join(helpers)
@@ -241,7 +230,7 @@ def _app(r: Renderer) -> FamilyApp:
         '''
         @router.get("/account", response_model=models.UserPrivate)
         def read_account_page(
-            user: CurrentUser = Depends(cookie_user),
+            user: CurrentUser = Depends(browser.cookie_user),
             connection: sqlite3.Connection = Depends(db.get_db),
         ) -> dict[str, Any]:
             """The account page's data (a read: no form token needed)."""
@@ -253,7 +242,10 @@ def _app(r: Renderer) -> FamilyApp:
     # at its file (factory/giveaways.py's unused_helper)
     uses_config = "config." in "".join(helpers)
     return FamilyApp(
-        files={"app/routers/web.py": text},
+        files={
+            "app/routers/web.py": text,
+            "app/browser.py": plumbing.browser("EmailChange" in body),
+        },
         routers=["web"],
         config=f'FRONTEND_ORIGIN = "{frontend_origin(r.spec)}"' if uses_config else "",
     )

@@ -1,8 +1,8 @@
 # ruff: noqa: E501  (templates of generated code keep the generated line lengths)
 """F19: an optional-auth dependency used where the handler needs a signed-in caller.
 
-The app gets ``app/routers/feed.py``. ``GET /feed`` is public on purpose (anonymous visitors
-see the public counter, signed-in users also their own records, administrators any owner's),
+The app gets ``app/routers/feed.py`` (on ``app/listings.py``, :data:`plumbing.LISTINGS`).
+``GET /feed`` is public on purpose (anonymous visitors see the public counter, signed-in users also their own records, administrators any owner's),
 and ``GET /activity/{user_id}`` is a user's own page. Both take ``security.optional_user``.
 Sites: ``optional.feed`` (an anonymous caller's ``owner_id`` is honoured as if the server had
 asked) and ``optional.activity`` (``None`` is waved through the ownership check). The
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families import vocabulary
+from a01gym.factory.families import plumbing, vocabulary
 from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest, JsonEquals, StatusIn, Step, TestKind
@@ -117,10 +117,7 @@ def _app(r: Renderer) -> FamilyApp:
                 ) -> dict[str, Any]:
                     """Public counter for visitors; signed-in users also get their own $ents."""
                 $choose
-                    items = []
-                    if owner is not None:
-                        rows = connection.execute("SELECT * FROM $ents WHERE owner_id = ? ORDER BY id", [owner])
-                        items = [models.${Ent}Out.model_validate(dict(row)).model_dump() for row in rows.fetchall()]
+                    items = listings.owned_by(connection, owner) if owner is not None else []
                     return {"signed_in": user is not None, "$ents": repository.${Ent}Repository(connection).count(), "items": items}
                 ''',
                 choose=choose.replace("\n", "\n    ").join(["    ", ""]),
@@ -163,8 +160,7 @@ def _app(r: Renderer) -> FamilyApp:
                 ) -> list[dict[str, Any]]:
                     """A user's own $ents, newest first (their activity page)."""
                     $check
-                    rows = connection.execute("SELECT * FROM $ents WHERE owner_id = ? ORDER BY id DESC", [user_id])
-                    return [models.${Ent}Out.model_validate(dict(row)).model_dump() for row in rows.fetchall()]
+                    return list(reversed(listings.owned_by(connection, user_id)))
                 ''',
                 check=guard.check(refuse, 4),
                 user_type=user_type,
@@ -180,16 +176,16 @@ def _app(r: Renderer) -> FamilyApp:
 
         from fastapi import APIRouter, Depends, HTTPException, status
 
-        from app import db, models, repository, security
+        from app import db, listings, repository, security
         from app.security import CurrentUser
 
         router = APIRouter(tags=["feed"])
         '''
     )
-    return FamilyApp(
-        files={"app/routers/feed.py": "\n\n\n".join([head, *helpers, *handlers]) + "\n"},
-        routers=["feed"],
-    )
+    files = {"app/routers/feed.py": "\n\n\n".join([head, *helpers, *handlers]) + "\n"}
+    if handlers:
+        files["app/listings.py"] = r.t(plumbing.LISTINGS)
+    return FamilyApp(files=files, routers=["feed"])
 
 
 def _exploits(

@@ -1,7 +1,8 @@
 """F21: an operations endpoint that takes a forwarding header's word that a caller is local.
 
 The catalogue's F05 lists ``X-Forwarded-For == "127.0.0.1"`` as an "internal" check: this
-family is that variant on a route of its own. The app gets ``app/routers/ops.py``, the status
+family is that variant on a route of its own. The app gets ``app/routers/ops.py`` (on
+``app/monitor_agent.py``, :data:`plumbing.MONITOR_AGENT`), the status
 page of its monitoring agent, which returns the worker's settings (the service key among
 them). The agent presents the operations token (a ``settings`` row); the vulnerable app also
 lets in any request whose ``X-Forwarded-For`` or ``X-Real-IP`` names a local address, which
@@ -15,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import testkit
-from a01gym.factory.families import vocabulary
+from a01gym.factory.families import plumbing, vocabulary
 from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest, TestKind
@@ -54,7 +55,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request, status
 
-from app import db
+from app import db, monitor_agent
 
 router = APIRouter(prefix="/ops", tags=["ops"])
 '''
@@ -76,8 +77,7 @@ def ops_status(
     settings = {row["key"]: row["value"] for row in rows}
     if $refuse:
         raise HTTPException(status.HTTP_403_FORBIDDEN, "operators only")
-    worker = {key: value for key, value in settings.items() if key != "ops_token"}
-    return {"status": "ok", "worker": worker}
+    return {"status": "ok", "worker": monitor_agent.worker_report(settings)}
 '''
 
 
@@ -96,7 +96,10 @@ def _app(r: Renderer) -> FamilyApp:
         if mode == vocabulary.Mode.DENY:
             refuse = "True"
         parts.append(r.t(_ROUTE, refuse=refuse))
-    return FamilyApp(files={"app/routers/ops.py": "\n\n\n".join(parts) + "\n"}, routers=["ops"])
+    files = {"app/routers/ops.py": "\n\n\n".join(parts) + "\n"}
+    if _SITE not in r.v.removed:
+        files["app/monitor_agent.py"] = plumbing.MONITOR_AGENT
+    return FamilyApp(files=files, routers=["ops"])
 
 
 def _exploits(

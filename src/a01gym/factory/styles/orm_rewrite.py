@@ -39,7 +39,10 @@ def sessions(text: str) -> str:
     if re.search(r"\btext\(", text):
         third_party.append("from sqlalchemy import text")
     third_party.append("from sqlalchemy.orm import Session")
-    return _imports(text.replace("import sqlite3\n", "", 1), third_party, [])
+    # sqlite3 alone in its import group takes the group's blank line with it
+    alone = "\n\nimport sqlite3\n\n" in text
+    text = text.replace("\nimport sqlite3\n" if alone else "import sqlite3\n", "", 1)
+    return _imports(text, third_party, [])
 
 
 def _imports(text: str, third_party: list[str], app: list[str]) -> str:
