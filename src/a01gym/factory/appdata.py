@@ -22,7 +22,7 @@ __all__ = ["DataMixin"]
 
 
 class DataMixin(RenderHost):
-    """Renders ``app/repository.py`` and ``app/services.py``."""
+    """Renders ``app/repository.py`` and, at service distance, its record loaders."""
 
     # -- data access -------------------------------------------------------------------------
     def repository(self) -> str:
@@ -316,6 +316,9 @@ class DataMixin(RenderHost):
         ]
 
     def services(self) -> str:
+        """The service layer of an app drafted at service distance: a loader per record site
+        that refuses what the caller may not touch. Rendered as ``app/services.py`` and merged
+        into the repository module (:meth:`a01gym.factory.appgen._Renderer.render` says why)."""
         checks = {"read": "can_read", "print": "can_read", "update": "can_modify"}
         checks |= {"archive": "can_modify", "delete": "can_delete"}
         functions = []

@@ -1,17 +1,17 @@
 # ruff: noqa: E501  (templates of generated code keep the generated line lengths)
 """Renders a FastAPI + sqlite3 app from a spec, one *mode* per security-relevant site.
 
-The app is realistic rather than a toy: config, db, security, policy, models, repository,
-services and storage modules, and one router module per area. Every place where an access
+The app is realistic rather than a toy: config, db, security, policy, models, repository
+and storage modules, and one router module per area. Every place where an access
 decision is made is a named *site* (``record.read``, ``admin.audit``, ``files.download``, ...)
 rendered in one of several modes: ``secure`` (the correct app), ``vuln`` (the injected bug) or
 a trap mode (a plausible wrong fix). The mutator chooses the modes; rendering the same spec with
 all sites ``secure`` gives the correct app, which is also the reference fix.
 
 The difficulty knobs change the code: ``distance`` moves record checks from the handler into a
-service layer or into the SQL itself, ``indirection`` switches admin guards between per-route
-dependencies, router-level dependencies, a decorator and a path-prefix middleware, and decoys
-add code that looks risky but is safe. Generated code never names its bug in a comment.
+service layer (loaders in the repository module) or into the SQL itself, ``indirection``
+switches admin guards between per-route dependencies, router-level dependencies, a decorator
+and a path-prefix middleware, and decoys add code that looks risky but is safe. Generated code never names its bug in a comment.
 Families whose routes are not part of this skeleton (open redirects, CORS, API tokens, share
 links, forms, feeds, team roles) add their modules, tables, settings and ``main.py`` lines
 through their ``app`` hook (:class:`~a01gym.factory.families.FamilyApp`); the spec's
@@ -158,6 +158,13 @@ class _Renderer(
         files = aliases.apply(self.spec.seed, self.spec.layout.dependency_aliases, files)
         files = statuses.apply(self.spec.seed, self.spec.layout.status_numbers, files)
         files = prune.prune(files)
+        if self.distance == "service":
+            # the loaders join the repository module every app has: as a file of their own,
+            # only apps drafted at service distance had one, and the nearest other app (most
+            # files alike) mostly lacked it, so the file the agent fixes was the one most
+            # unlike anything there: nearest_diff found F01 at 5.6x chance, F02 3.2x, F03 1.7x
+            # over seeds 31-32, 0.2x, 1.1x and 0.4x merged (docs/families.md)
+            files = layout.merge(files, "services", "repository")
         files = layout.apply(self.spec.layout, files)
         files = {path: tidy(text) for path, text in files.items()}
         return RenderedApp(files=files, routes=sorted(set(self.routes)))

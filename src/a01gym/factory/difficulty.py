@@ -14,8 +14,9 @@ So the features are measured on the compiled scenario (:func:`measure`):
 * ``sites``: how many places the bug sits in;
 * ``files``: the files the reference fix changes (what an agent must find and read);
 * ``distance``: where the fix lands from the route: 0 in a router module, 1 in a module the
-  handler calls (the service layer, the security, policy or token module), 2 in the data
-  layer or the app's setup (repository, models, storage, settings, ``main.py``);
+  handler calls (the security, policy or token module), 2 in the data layer or the app's
+  setup (repository, models, storage, settings, ``main.py``). The service layer's loaders live
+  in the repository module (:mod:`a01gym.factory.appgen`), so a fix there is 2;
 * ``indirection``: whether the spec's admin-guard style changes the fix (the spec rendered
   with its family's plainest style gives another fix);
 * ``decoys`` and ``hint_level``, from the spec.
@@ -124,7 +125,7 @@ def _fix(vulnerable: dict[str, str], fixed: dict[str, str]) -> Fix:
 
 def _distance(spec: ScenarioSpec, fix: Fix) -> int:
     layout = spec.layout
-    calls = {"services", layout.security, layout.policy, layout.tokens}
+    calls = {layout.security, layout.policy, layout.tokens}
     level = 0
     for path in fix:
         if path.startswith(f"app/{layout.routers}/"):

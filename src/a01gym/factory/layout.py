@@ -29,7 +29,7 @@ import tokenize
 from a01gym.factory.codetext import first_line
 from a01gym.factory.layoutspec import Layout
 
-__all__ = ["LayoutError", "apply", "canonical"]
+__all__ = ["LayoutError", "apply", "canonical", "merge"]
 
 _RENAMED = ("security", "policy", "repository", "tokens")
 _PACKAGE = "routers"
@@ -49,9 +49,9 @@ def apply(layout: Layout, files: dict[str, str]) -> dict[str, str]:
         return files
     files = dict(files)
     if layout.policy_in_security:
-        files = _merge(files, "policy", "security")
+        files = merge(files, "policy", "security")
     if layout.storage_in_repository:
-        files = _merge(files, "storage", "repository")
+        files = merge(files, "storage", "repository")
     names: dict[str, str | None] = {
         old: getattr(layout, old) for old in _RENAMED if getattr(layout, old) != old
     }
@@ -241,7 +241,7 @@ def _import(
     return ast.unparse(ast.ImportFrom(module, node.names, 0))
 
 
-def _merge(files: dict[str, str], src: str, dst: str) -> dict[str, str]:
+def merge(files: dict[str, str], src: str, dst: str) -> dict[str, str]:
     """``app/<src>.py`` appended to ``app/<dst>.py``, every import of it redirected."""
     source, target = f"app/{src}.py", f"app/{dst}.py"
     out = {

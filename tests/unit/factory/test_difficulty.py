@@ -52,9 +52,10 @@ def test_the_score_grows_with_each_feature() -> None:
 
 
 def test_distance_is_where_the_fix_lands_not_the_knob() -> None:
-    # F01's record check follows the knob into the service layer or the repository
+    # F01's record check follows the knob into the service layer's loaders or the SQL, both in
+    # the repository module (the loaders were a module of their own, 1, until 2026-12-06)
     f01 = _draft("F01", "easy")
-    for knob, expected in (("route", 0), ("service", 1), ("repository", 2)):
+    for knob, expected in (("route", 0), ("service", 2), ("repository", 2)):
         spec = f01.model_copy(update={"knobs": f01.knobs.model_copy(update={"distance": knob})})
         assert _features(spec).distance == expected, knob
     # F17's debug route is fixed in its router whatever the knob says

@@ -82,12 +82,14 @@ def test_distance_knob_moves_the_check(spec_for: Any) -> None:
             update={"knobs": base.knobs.model_copy(update={"distance": distance})}
         )
         files[distance] = appgen.render_app(spec, appgen.Variant()).files
-    assert "app/services.py" not in files["route"]
     assert "policy.can_read(user, " in files["route"]["app/routers/records.py"]
-    assert "services." in files["service"]["app/routers/records.py"]
-    assert "def invoice_for_read" in files["service"].get("app/services.py", "") or any(
-        "_for_read(" in t for t in files["service"].values()
-    )
+    # the service layer's loaders live in the repository module: a module of their own was
+    # a file only service-distance apps had, where the fix always landed (nearest_diff)
+    assert not any("app/services.py" in f for f in files.values())
+    assert "= repository.document_for_read(" in files["service"]["app/routers/records.py"]
+    assert "def document_for_read(" in files["service"]["app/repository.py"]
+    assert "policy.can_read(user, document)" in files["service"]["app/repository.py"]
+    assert "def document_for_read(" not in files["route"]["app/repository.py"]
     assert "get_for_read(user, " in files["repository"]["app/routers/records.py"]
     assert "def get_for_read" in files["repository"]["app/repository.py"]
 

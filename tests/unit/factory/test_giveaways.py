@@ -305,7 +305,7 @@ def test_the_build_gate_rejects_this_builds_scenarios_of_a_family_a_probe_finds(
     it out, do not."""
     from a01gym.factory.cache import Provenance, ScenarioCache
 
-    cfg = config.FactoryConfig(count=22, seed=28, families=["F01", "F07"])
+    cfg = config.FactoryConfig(count=22, seed=28, families=["F04", "F07"])
     bundles = [compiler.compile_bundle(author.TemplateAuthor().draft(r)) for r in author.plan(cfg)]
     f07 = sorted(b.manifest.content_hash for b in bundles if b.hidden.labels["family"] == "F07")
     assert len(f07) == 11

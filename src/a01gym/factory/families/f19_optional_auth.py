@@ -2,8 +2,9 @@
 """F19: an optional-auth dependency used where the handler needs a signed-in caller.
 
 The app gets ``app/routers/feed.py`` (on ``app/listings.py``, :data:`plumbing.LISTINGS`).
-``GET /feed`` is public on purpose (anonymous visitors see the public counter, signed-in users also their own records, administrators any owner's),
-and ``GET /activity/{user_id}`` is a user's own page. Both take ``security.optional_user``.
+``GET /feed`` is public on purpose (anonymous visitors see the public counter, signed-in
+users also their own records, administrators any owner's), and ``GET /activity/{user_id}`` is
+a user's own page. Both take ``security.optional_user``.
 Sites: ``optional.feed`` (an anonymous caller's ``owner_id`` is honoured as if the server had
 asked) and ``optional.activity`` (``None`` is waved through the ownership check). The
 ``require_login`` trap makes every caller sign in, which breaks the public feed.
