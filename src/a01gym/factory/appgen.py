@@ -2,8 +2,8 @@
 """Renders a FastAPI + sqlite3 app from a spec, one *mode* per security-relevant site.
 
 The app is realistic rather than a toy: config, db, security, policy, models, repository
-and storage modules, and one router module per area. Every place where an access
-decision is made is a named *site* (``record.read``, ``admin.audit``, ``files.download``, ...)
+and storage modules, and one router module per area. Every place where an access decision is
+made is a named *site* (``record.read``, ``admin.audit``, ``files.download``, ...)
 rendered in one of several modes: ``secure`` (the correct app), ``vuln`` (the injected bug) or
 a trap mode (a plausible wrong fix). The mutator chooses the modes; rendering the same spec with
 all sites ``secure`` gives the correct app, which is also the reference fix.
@@ -11,7 +11,8 @@ all sites ``secure`` gives the correct app, which is also the reference fix.
 The difficulty knobs change the code: ``distance`` moves record checks from the handler into a
 service layer (loaders in the repository module) or into the SQL itself, ``indirection``
 switches admin guards between per-route dependencies, router-level dependencies, a decorator
-and a path-prefix middleware, and decoys add code that looks risky but is safe. Generated code never names its bug in a comment.
+and a path-prefix middleware, and decoys add code that looks risky but is safe. Generated code
+never names its bug in a comment.
 Families whose routes are not part of this skeleton (open redirects, CORS, API tokens, share
 links, forms, feeds, team roles) add their modules, tables, settings and ``main.py`` lines
 through their ``app`` hook (:class:`~a01gym.factory.families.FamilyApp`); the spec's
