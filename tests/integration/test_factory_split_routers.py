@@ -1,14 +1,15 @@
-"""Apps with a router split off pass every gate in real sandboxes, in both data-access styles.
+"""Apps whose own account and sessions sit in routers of their own pass every gate in real
+sandboxes, in both data-access styles.
 
-* The caller's own account in a router of its own (``Layout.account_router``,
-  ``app/routers/me.py``): ``GET /users/me`` still answers (the account router is included
-  before the users router, whose ``/users/{user_id}`` would otherwise take it). F06 with the
-  profile update broken (its bug and fix move to the account router), F09 (the profile view,
-  left in the users router with the team) and F05 (a site outside both: the split must not
-  disturb the rest).
+* The caller's own account is ``app/routers/me.py`` in every app: ``GET /users/me`` still
+  answers (the account router is included before the users router, whose ``/users/{user_id}``
+  would otherwise take it). F06 with the profile update broken (its bug and fix are in the
+  account router) and F05 (a site outside both), each with the caller's activity
+  (``Layout.account_activity``, whose hidden regression reads it), and F09 (the profile view, in
+  the users router with the team) without.
 * The caller's sessions in a router of their own (``Layout.sessions_router``,
-  ``app/routers/devices.py``): F11 with each redirect broken (its bug and fix stay in the
-  sign-in router, now holding the redirects alone).
+  ``app/routers/devices.py``) or beside the own account: F11 with each redirect broken (its bug
+  and fix stay in the sign-in router, holding the redirects alone), once each way.
 
 In each the reference fix closes the bug wherever it now sits and every trap still fails."""
 
@@ -36,29 +37,34 @@ def _module(spec: ScenarioSpec, area: str) -> str:
     return f"app/{spec.layout.routers}/{spec.layout.areas.get(area, area)}.py"
 
 
-async def test_account_router_apps_pass_every_gate_in_both_styles() -> None:
+async def test_own_account_router_apps_pass_every_gate_in_both_styles() -> None:
     bundles: list[Bundle] = []
-    for family, site in (("F06", "profile.update"), ("F09", "profile.view"), ("F05", None)):
-        spec = _split(family, site, account_router=True)
+    cases = (("F06", "profile.update", True), ("F09", "profile.view", False), ("F05", None, True))
+    for family, site, activity in cases:
+        spec = _split(family, site, account_activity=activity)
         for name in ("sqlite3", "sqlalchemy"):
             bundle = compiler.compile_bundle(styles.restyled(spec, name))
             me = _module(spec, "me")
             assert "def update_me(" in bundle.workspace[me].decode()
             if site == "profile.update":
                 assert me in bundle.hidden.reference_fix.files
+            # the caller's activity, where drawn, answers in every gate run and world
+            tests = {t.id for t in bundle.hidden.tests}
+            assert ("regression.own_activity" in tests) == activity
             bundles.append(bundle)
     await gating.assert_each_passes_every_gate(bundles)
 
 
-async def test_sessions_router_apps_pass_every_gate_in_both_styles() -> None:
+async def test_sessions_apart_or_beside_the_own_account_pass_every_gate_in_both_styles() -> None:
     bundles: list[Bundle] = []
-    for site in ("redirect.continue", "redirect.signout"):
-        spec = _split("F11", site, sessions_router=True)
+    for site, apart in (("redirect.continue", True), ("redirect.signout", False)):
+        spec = _split("F11", site, sessions_router=apart)
+        sessions = _module(spec, "devices" if apart else "me")
         for name in ("sqlite3", "sqlalchemy"):
             bundle = compiler.compile_bundle(styles.restyled(spec, name))
-            assert "def list_sessions(" in bundle.workspace[_module(spec, "devices")].decode()
+            assert "def list_sessions(" in bundle.workspace[sessions].decode()
             fixed = set(bundle.hidden.reference_fix.files)
-            assert _module(spec, "devices") not in fixed
+            assert sessions not in fixed
             assert fixed & {_module(spec, "signin"), "app/redirects.py"}
             bundles.append(bundle)
     await gating.assert_each_passes_every_gate(bundles)

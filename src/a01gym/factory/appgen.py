@@ -48,7 +48,7 @@ from a01gym.factory.spec import ScenarioSpec
 __all__ = ["ENTRYPOINT", "RenderedApp", "Variant", "render_app"]
 
 ENTRYPOINT = "app.main:app"
-_ROUTERS = ("admin", "files", "internal", "public", "records", "reports", "tenant", "users")
+_ROUTERS = ("admin", "files", "internal", "me", "public", "records", "reports", "tenant", "users")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -148,9 +148,8 @@ class _Renderer(
             "app/routers/admin.py": self.admin_router(),
             "app/routers/internal.py": self.internal_router(),
             "app/routers/tenant.py": self.tenant_router(),
+            "app/routers/me.py": self.me_router(),
         }
-        if self.spec.layout.account_router:
-            files["app/routers/me.py"] = self.me_router()
         files.update(self.extra.files)
         if self.distance == "service":
             files["app/services.py"] = self.services()
@@ -199,13 +198,12 @@ class _Renderer(
                     """
                 )
             )
-        own_account = ["me"] if self.spec.layout.account_router else []
         includes = [
             "app.include_router(public.router)",
             "app.include_router(records.router)",
             "app.include_router(reports.router)",
             # before the users router, whose /users/{user_id} would take /users/me
-            *[f"app.include_router({name}.router)" for name in own_account],
+            "app.include_router(me.router)",
             "app.include_router(users.router)",
             "app.include_router(files.router)",
             'app.include_router(admin.router, prefix="/admin")',
@@ -239,7 +237,7 @@ class _Renderer(
         )
         imports += "".join(line + "\n" for line in self.extra.main_imports)
         middleware = [*self.extra.main_setup, *middleware]
-        routers = sorted([*_ROUTERS, *self.extra.routers, *own_account])
+        routers = sorted([*_ROUTERS, *self.extra.routers])
         app_modules = "db, security" if needs_mw or mounted else "db"
         if "config." in "".join(self.extra.main_setup):
             app_modules = "config, " + app_modules

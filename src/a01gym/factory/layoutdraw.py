@@ -15,7 +15,7 @@ import typing
 from a01gym.factory.layoutspec import AREA_NAMES, Layout
 
 __all__ = [
-    "ACCOUNT_ROUTER_SHARE",
+    "ACCOUNT_ACTIVITY_SHARE",
     "LAYOUT_SHARE",
     "OWNER_IN_TENANT_SHARE",
     "SESSIONS_ROUTER_SHARE",
@@ -40,21 +40,29 @@ OWNER_IN_TENANT_SHARE = 0.75
 the one without ``tenant_id``: F02 2.41x chance -> 2.10x at 0.5, 1.85x at 0.75, over seeds
 28-35 (``tools/giveaway_ties.py``; docs/families.md). At 1.0 every app spells it alike again."""
 
-ACCOUNT_ROUTER_SHARE = 0.5
-"""Share of drafts that serve the caller's own account from a router of its own
-(``Layout.account_router``): the router set and file count vary (issue 28, item 3)."""
+ACCOUNT_ACTIVITY_SHARE = 0.5
+"""Share of drafts whose own-account router also serves the caller's recent actions
+(``Layout.account_activity``): variety in a module no bug is fixed in. When a flag instead
+moved the own account in or out of the users router (where F09 is fixed), and the sessions in
+or out of the sign-in router (F11), ``nearest_diff`` found F09 at 3.3x chance and F11 at 3.7x
+over seeds 31-34; with both routers of one shape and no variety in their place, F09 0.0x and
+F11 0.7x, but F12, F15, F20 and F21 above 2x (2.3x-3.1x): apps more alike give a one-line
+bug away. With this variety F20 1.0x and F21 1.6x (docs/families.md)."""
 
 SESSIONS_ROUTER_SHARE = 0.5
 """Share of drafts that serve the caller's sessions from a router of their own
-(``Layout.sessions_router``). The sign-in router then keeps its two redirects, too few
-handlers for one to stand out among its siblings: with its five handlers, where one of the
+(``Layout.sessions_router``); the rest serve them beside the caller's own account, from the
+own-account router every app has. Either way the sign-in router keeps its two redirects, too
+few handlers for one to stand out among its siblings: with its five handlers, where one of the
 three session handlers took its caller by alias and the rest by ``Depends``, that spelling
 made the sign-in router the odd module, and F11 is fixed there: ``sibling_asymmetry`` found
 F11's file at 2.06x chance over 16 builds (``tools/giveaway_ties.py --seeds 28-43``), 0.88x
-with this router."""
+with this router. Nor does the flag change the shape of a module a bug is fixed in: when it
+added or took the session block from the sign-in router, ``nearest_diff`` named that router
+(where F11 is fixed) in 12% of the apps that had one (seeds 31-32; docs/families.md)."""
 
 _DRAWN_LAST = ("me", "devices")
-"""Router spellings drawn after the rest, each with the flag that adds its router: a draw added
+"""Router spellings drawn after the rest (the sessions router's with its flag): a draw added
 after the rest keeps the draws before it."""
 
 
@@ -78,8 +86,7 @@ def draw(seed: int) -> Layout:
     }
     names["tokens"] = spelling("tokens")
     mixes = _mixes(rng)
-    if mixes["account_router"]:
-        areas["me"] = rng.choice(AREA_NAMES["me"])
+    areas["me"] = rng.choice(AREA_NAMES["me"])
     sessions_router = rng.random() < SESSIONS_ROUTER_SHARE
     if sessions_router:
         areas["devices"] = rng.choice(AREA_NAMES["devices"])
@@ -100,5 +107,5 @@ def _mixes(rng: random.Random) -> dict[str, typing.Any]:
         "dependency_aliases": rng.choice(SPELLING_SHARES),
         "status_numbers": rng.choice(SPELLING_SHARES),
         "owner_in_tenant": rng.random() < OWNER_IN_TENANT_SHARE,
-        "account_router": rng.random() < ACCOUNT_ROUTER_SHARE,
+        "account_activity": rng.random() < ACCOUNT_ACTIVITY_SHARE,
     }

@@ -98,16 +98,17 @@ class Layout(BaseModel):
         "caller's: the same decision (an owner belongs to the tenant of every record they own), "
         "spelled as defence in depth (a01gym.factory.apppolicy).",
     )
-    account_router: bool = Field(
+    account_activity: bool = Field(
         False,
-        description="The caller's own account (GET and PATCH /users/me) is served from a router "
-        "module of its own (app/routers/me.py) instead of the users router.",
+        description="The caller's own account also serves the caller's recent actions from the "
+        "audit log (GET /users/me/activity).",
     )
     sessions_router: bool = Field(
         False,
         description="The caller's sessions (GET /auth/session, GET /auth/sessions, POST "
         "/auth/signout-everywhere) are served from a router module of their own "
-        "(app/routers/devices.py) instead of the sign-in router.",
+        "(app/routers/devices.py) instead of the caller's own-account router (app/routers/me.py); "
+        "the sign-in router keeps its redirects either way.",
     )
     areas: dict[str, str] = Field(
         default_factory=dict,
@@ -129,13 +130,13 @@ class Layout(BaseModel):
     @property
     def skeleton_names(self) -> bool:
         """Whether every module keeps the skeleton's name and file (the spelling shares are
-        not names: they leave every path as it is; the account and sessions routers are rendered,
-        never renamed, under the skeleton's names)."""
+        not names: they leave every path as it is; the sessions router is rendered, never
+        renamed, under the skeleton's names)."""
         spellings = {
             "dependency_aliases": 0.0,
             "status_numbers": 0.0,
             "owner_in_tenant": False,
-            "account_router": False,
+            "account_activity": False,
             "sessions_router": False,
         }
         return self.model_copy(update=spellings) == Layout()

@@ -85,6 +85,15 @@ def regression_tests(spec: ScenarioSpec) -> list[HttpTest]:
             "regression.list_own", R, v, cast.url, vp, description="the owner lists their records"
         ),
     ]
+    if spec.layout.account_activity:
+        tests.append(
+            HttpTest(
+                id="regression.own_activity",
+                kind=R,
+                description="a user reads their own recent actions",
+                steps=[Step(actor=v, path="/users/me/activity", expect=[StatusIn(statuses=[200])])],
+            )
+        )
     if cast.shared:
         tests.append(
             testkit.read_test(

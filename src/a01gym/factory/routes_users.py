@@ -1,12 +1,18 @@
+# ruff: noqa: E501  (templates of generated code keep the generated line lengths)
 """Router modules of a generated app, part 4: the users router and the caller's own account.
 
-A mixin of :class:`a01gym.factory.appgen._Renderer`: the profile sites. With
-``Layout.account_router`` the caller's own account (``GET`` and ``PATCH /users/me``) is a
-router module of its own, ``app/routers/me.py``, as in many real apps: the router set and the
-file count vary between apps (issue 28, item 3), and the users router keeps two handlers.
+A mixin of :class:`a01gym.factory.appgen._Renderer`: the profile sites. The caller's own account
+(``GET`` and ``PATCH /users/me``) is a router module of its own, ``app/routers/me.py``, as in
+many real apps, with whatever a family serves beside it (the caller's sessions, unless
+``Layout.sessions_router`` gives them a router of their own). The users router keeps other
+users' profiles and the team in every app: when a layout flag moved the own account into it in
+half the apps, ``nearest_diff`` named it in 13% of apps (seeds 31-32), 3.6x chance, and F09 is
+fixed there (docs/families.md).
 """
 
 from __future__ import annotations
+
+import re
 
 from a01gym.factory.families.f06_mass_assignment import dump_call
 from a01gym.factory.families.f09_response_model import view
@@ -16,27 +22,29 @@ __all__ = ["UserRoutes"]
 
 
 class UserRoutes(RenderHost):
-    """Renders ``app/routers/users.py`` and, with ``Layout.account_router``, ``me.py``."""
+    """Renders ``app/routers/users.py`` and ``me.py``."""
 
     def users_router(self) -> str:
-        """Other users' profiles and the team, with the caller's own account unless the layout
-        serves it from a router of its own (:meth:`me_router`)."""
-        own = [] if self.spec.layout.account_router else self._own_account()
+        """Other users' profiles and the caller's team."""
         return self._users_module(
-            "User profiles: the caller's own account and other users' public profiles."
-            if own
-            else "User profiles: other users' public profiles and the caller's team.",
+            "User profiles: other users' public profiles and the caller's team.",
             "users",
-            [*own, *self._profiles()],
+            self._profiles(),
         )
 
     def me_router(self) -> str:
-        """``app/routers/me.py`` (``Layout.account_router``): the caller's own account."""
-        return self._users_module("The caller's own account.", "me", self._own_account())
+        """``app/routers/me.py``: the caller's own account, and what families serve beside it."""
+        extra = self.extra.own_account
+        return self._users_module(
+            "The caller's own account" + (" and sessions." if extra else "."),
+            "me",
+            [*self._own_account(), *extra],
+        )
 
     def _users_module(self, doc: str, tag: str, handlers: list[str]) -> str:
         body = "\n\n\n".join(handlers)
-        fastapi = "APIRouter, Depends" + (", HTTPException, status" * ("HTTPException" in body))
+        used = [n for n in ("HTTPException", "Response", "status") if re.search(rf"\b{n}\b", body)]
+        fastapi = ", ".join(["APIRouter", "Depends", *used])
         return (
             self.t(
                 '''
@@ -102,6 +110,22 @@ class UserRoutes(RenderHost):
                 )
             )
 
+        if self.spec.layout.account_activity:
+            self.route("GET", "/users/me/activity")
+            out.append(
+                self.t(
+                    '''
+                    @router.get("/users/me/activity")
+                    def read_my_activity(
+                        user: CurrentUser = Depends(security.current_user),
+                        connection: sqlite3.Connection = Depends(db.get_db),
+                    ) -> list[dict[str, Any]]:
+                        """The caller's own recent actions, newest first."""
+                        rows = connection.execute("SELECT action, detail FROM audit_log WHERE actor_id = ? ORDER BY id DESC LIMIT 20", [user.id])
+                        return [dict(row) for row in rows.fetchall()]
+                    '''
+                )
+            )
         return out
 
     def _profiles(self) -> list[str]:

@@ -51,7 +51,9 @@ class FamilyApp:
     ``config`` extra lines of ``app/config.py``, ``security`` extra code at the end of
     ``app/security.py``, ``main_imports`` and ``main_setup`` lines of ``main.py`` (before and
     after the app object exists), ``middleware`` HTTP middleware of ``main.py`` (before the
-    skeleton's own), ``admin_mounts`` further prefixes the admin router is mounted at.
+    skeleton's own), ``admin_mounts`` further prefixes the admin router is mounted at,
+    ``own_account`` route handlers served beside the caller's own account (``app/routers/me.py``,
+    whose routes declare their whole path).
     """
 
     files: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -63,6 +65,7 @@ class FamilyApp:
     security: str = ""
     middleware: list[str] = dataclasses.field(default_factory=list)
     admin_mounts: list[str] = dataclasses.field(default_factory=list)
+    own_account: list[str] = dataclasses.field(default_factory=list)
 
     def merged(self, other: FamilyApp) -> FamilyApp:
         """This app code with ``other``'s beside it (a companion's: see ``Family.companion``).
@@ -86,6 +89,7 @@ class FamilyApp:
             security="\n\n\n".join(part for part in (self.security, other.security) if part),
             middleware=[*self.middleware, *other.middleware],
             admin_mounts=[*self.admin_mounts, *other.admin_mounts],
+            own_account=[*self.own_account, *other.own_account],
         )
 
 

@@ -1,10 +1,11 @@
 # ruff: noqa: E501  (templates of generated code keep the generated line lengths)
 """F11: sign-in and sign-out redirects that follow any target the link names (CWE-601).
 
-The app gets ``app/routers/signin.py`` (session routes, plus ``GET /auth/continue?next=``
-after signing in and ``GET /auth/signout?return_to=``; with ``Layout.sessions_router`` the
-session routes are ``app/routers/devices.py``, so the sign-in router's handlers are its two
-redirects) and ``app/redirects.py``, whose ``is_trusted_target`` admits only the app's own paths
+The app gets ``app/routers/signin.py`` (``GET /auth/continue?next=`` after signing in and
+``GET /auth/signout?return_to=``), the session routes (in ``app/routers/devices.py`` with
+``Layout.sessions_router``, else beside the caller's own account in ``app/routers/me.py``: the
+sign-in router has one shape in every app) and ``app/redirects.py``, whose
+``is_trusted_target`` admits only the app's own paths
 and pages on ``config.TRUSTED_REDIRECT_HOSTS``. A broken redirect skips that check; where no
 redirect is left secure, both keep calling it and it lets every link through by one slip
 (:data:`SLIPS`). Exploits are links the victim follows (the runner does
@@ -15,6 +16,7 @@ not follow redirects, so the ``Location`` header is judged, whatever the status)
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
@@ -155,9 +157,9 @@ def _app(r: Renderer) -> FamilyApp:
     r.route("GET", "/auth/session")
     r.route("GET", "/auth/sessions")
     r.route("POST", "/auth/signout-everywhere")
-    sessions = r.t(
+    sessions = textwrap.dedent(
         '''
-        @router.get("/session")
+        @router.get("${auth}/session")
         def read_session(
             user: CurrentUser = Depends(security.current_user),
             connection: sqlite3.Connection = Depends(db.get_db),
@@ -167,7 +169,7 @@ def _app(r: Renderer) -> FamilyApp:
             return {"username": user.username, "role": user.role, "active_sessions": active}
 
 
-        @router.get("/sessions")
+        @router.get("${auth}/sessions")
         def list_sessions(
             user: CurrentUser = Depends(security.current_user),
             connection: sqlite3.Connection = Depends(db.get_db),
@@ -177,7 +179,7 @@ def _app(r: Renderer) -> FamilyApp:
             return [{"session": row["token"][:6] + "..."} for row in rows.fetchall()]
 
 
-        @router.post("/signout-everywhere", status_code=status.HTTP_204_NO_CONTENT)
+        @router.post("${auth}/signout-everywhere", status_code=status.HTTP_204_NO_CONTENT)
         def sign_out_everywhere(
             user: CurrentUser = Depends(security.current_user),
             connection: sqlite3.Connection = Depends(db.get_db),
@@ -188,14 +190,18 @@ def _app(r: Renderer) -> FamilyApp:
             return Response(status_code=status.HTTP_204_NO_CONTENT)
         '''
     )
-    own_module = r.spec.layout.sessions_router and bool(handlers)
-    body = "\n\n\n".join([*([] if own_module else [sessions]), *handlers])
-    doc = _REDIRECTS_DOC if own_module else _SIGNIN_DOC
-    files = {"app/routers/signin.py": _module(doc, "auth", body)}
-    routers = ["signin"]
-    if own_module:
-        files["app/routers/devices.py"] = _module(_SESSIONS_DOC, "sessions", sessions)
-        routers.append("devices")
+    # the sessions stay in the sign-in router only where it has no redirect left to serve
+    place = ("devices" if r.spec.layout.sessions_router else "me") if handlers else "signin"
+    files: dict[str, str] = {}
+    own_account: list[str] = []
+    if handlers:
+        files["app/routers/signin.py"] = _module(_SIGNIN_DOC, "auth", "\n\n\n".join(handlers))
+    if place == "me":
+        own_account.append(r.t(sessions, auth="/auth"))
+    else:
+        body = r.t(sessions, auth="")
+        files[f"app/routers/{place}.py"] = _module(_SESSIONS_DOC, "sessions", body)
+    routers = ["signin", *(["devices"] * (place == "devices"))]
     if {"secure", "slip"} & set(modes.values()):
         drawn = checkforms.draw(r.spec, "redirect.slip", tuple(SLIPS)) if slip else ""
         fast = _FAST_PATH if drawn == "fast_path" else ""
@@ -205,6 +211,7 @@ def _app(r: Renderer) -> FamilyApp:
     return FamilyApp(
         files=files,
         routers=routers,
+        own_account=own_account,
         config=r.t(
             """
             HOME_PATH = "$url"
@@ -216,8 +223,7 @@ def _app(r: Renderer) -> FamilyApp:
     )
 
 
-_SIGNIN_DOC = "Sessions: who is signed in, and where the browser goes after signing in or out."
-_REDIRECTS_DOC = "Signing in and out: where the browser goes afterwards."
+_SIGNIN_DOC = "Signing in and out: where the browser goes afterwards."
 _SESSIONS_DOC = "The caller's sessions: who the browser is signed in as, and on which devices."
 
 

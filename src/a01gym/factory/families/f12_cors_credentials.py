@@ -9,6 +9,7 @@ preflight request from attacker origins; regressions keep the front end's creden
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
@@ -25,21 +26,26 @@ __all__ = ["FAMILY"]
 _EVIL = "https://evilexample.test"
 
 
-STRUCTURES = ("main", "config", "regex")
+STRUCTURES = ("main", "config", "regex", "literal")
 """Where the allowed origins are stated: a list in ``main.py``; a ``CORS_ALLOW_ORIGINS``
-setting in ``config.py`` (the vulnerable one adds ``"*"`` to the front end's); or an escaped,
-whole-origin ``allow_origin_regex`` in ``main.py``."""
+setting in ``config.py`` (the vulnerable one adds ``"*"`` to the front end's); an escaped,
+whole-origin ``allow_origin_regex`` in ``main.py``; or that regex written out as a literal,
+as many apps spell it. The vulnerable regex is a literal too: with no secure literal, its line
+and the front end's setting pruned with its last use were the bug (``nearest_diff`` named
+``main.py`` in 5.4 of the 21 apps so broken, seeds 31-34; docs/families.md)."""
 
 
-def _origins(mode: str, seed: int, structure: str) -> str:
+def _origins(mode: str, spec: Any, structure: str) -> str:
     if structure == "config" and mode in ("vuln", "secure"):
         return "allow_origins=list(config.CORS_ALLOW_ORIGINS)"
     if structure == "regex" and mode == "secure":
         return "allow_origin_regex=re.escape(config.FRONTEND_ORIGINS[0])"
+    if structure == "literal" and mode == "secure":
+        return f'allow_origin_regex=r"{re.escape(frontend_origin(spec))}"'
     if mode == "vuln":  # the front end's setting stays in use: no unused name points here
         return (
             'allow_origins=[*config.FRONTEND_ORIGINS, "*"]'
-            if seed % 2 == 0
+            if spec.seed % 2 == 0
             else 'allow_origin_regex=r"https://.*example\\.test"'
         )
     if mode == "prefix_regex":
@@ -58,7 +64,7 @@ def _app(r: Renderer) -> FamilyApp:
         setup.append(
             "app.add_middleware(\n"
             "    CORSMiddleware,\n"
-            f"    {_origins(mode, r.spec.seed, structure)},\n"
+            f"    {_origins(mode, r.spec, structure)},\n"
             f"    allow_credentials={credentials},\n"
             '    allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],\n'
             '    allow_headers=["Authorization", "Content-Type"],\n'
