@@ -22,7 +22,7 @@ def _pinned(family: str, site: str | None = None) -> ScenarioSpec:
     for request in author.plan(cfg):
         spec = author.TemplateAuthor().draft(request)
         if site is None or site in spec.bug.sites:
-            update = {"owner_in_tenant": True, "policy_in_security": False}
+            update = {"owner_in_tenant": True}
             layout = spec.layout.model_copy(update=update)
             return spec.model_copy(update={"layout": layout})
     raise AssertionError(f"no {family} draft with {site}")

@@ -6,9 +6,9 @@ knows where each concern lives, and a path it remembers from the last task of a 
 where the next one's bug is (issue 28, item 3). A :class:`~a01gym.factory.layoutspec.Layout`
 names the security, policy, repository and API token modules, the routers package and each
 router module from common spellings (:data:`~a01gym.factory.layoutspec.AREA_NAMES`), and may
-merge the policy into the security module and file storage into the repository, as many real
-apps do. :func:`a01gym.factory.layoutdraw.draw` picks one per seed; the renderer writes the
-default layout and :func:`apply` rewrites the finished files to the spec's.
+merge file storage into the repository, as many real apps do.
+:func:`a01gym.factory.layoutdraw.draw` picks one per seed; the renderer writes the default
+layout and :func:`apply` rewrites the finished files to the spec's.
 
 The rewrite works on tokens and the syntax tree, never by running the code: import statements
 of ``app`` modules are rewritten whole, ``module.name`` references by token. A file that uses a
@@ -48,8 +48,6 @@ def apply(layout: Layout, files: dict[str, str]) -> dict[str, str]:
     if layout.skeleton_names:
         return files
     files = dict(files)
-    if layout.policy_in_security:
-        files = merge(files, "policy", "security")
     if layout.storage_in_repository:
         files = merge(files, "storage", "repository")
     names: dict[str, str | None] = {

@@ -77,7 +77,11 @@ def draw(seed: int) -> Layout:
         return rng.choice(typing.get_args(Layout.model_fields[field].annotation))
 
     names = {field: spelling(field) for field in ("routers", "security", "policy", "repository")}
-    policy_in_security = rng.random() < 0.4
+    # the retired policy merge's draw, kept so that every later draw of a seed stays as it was:
+    # merged, the security module differed from its nearest app's by the whole policy, and
+    # nearest_diff found F05 there at 2.71x chance and F02 at 2.37x (seeds 31-40;
+    # docs/families.md)
+    rng.random()
     storage_in_repository = rng.random() < 0.4
     areas = {
         old: rng.choice(spellings)
@@ -94,7 +98,6 @@ def draw(seed: int) -> Layout:
         **names,
         **mixes,
         sessions_router=sessions_router,
-        policy_in_security=policy_in_security,
         storage_in_repository=storage_in_repository,
         areas={old: new for old, new in areas.items() if new != old},
     )

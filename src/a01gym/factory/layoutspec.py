@@ -70,9 +70,6 @@ class Layout(BaseModel):
         description="The API token module, where an app that has one issues and reads its "
         "tokens (no spelling but the skeleton's shares a word with the policy's token rule).",
     )
-    policy_in_security: bool = Field(
-        False, description="The policy's functions live in the security module."
-    )
     storage_in_repository: bool = Field(
         False, description="File storage lives in the repository module."
     )

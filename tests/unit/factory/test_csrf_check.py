@@ -10,6 +10,7 @@ dropped."""
 from __future__ import annotations
 
 import collections
+import difflib
 
 from a01gym.factory import author, compiler, config, giveaways
 from a01gym.factory.families import f18_csrf
@@ -56,3 +57,29 @@ def test_a_broken_f18_app_keeps_its_csrf_check_and_a_slip_is_one_line() -> None:
             assert after.count("csrf_protect") == before.count("csrf_protect") + 1, spec.seed
     assert sum(slips.values()) >= 20 and skipped >= 20, (slips, skipped)
     assert set(slips) == set(f18_csrf.SLIPS), slips
+
+
+def test_the_form_check_decorator_lives_in_the_browser_module_where_no_bug_is_fixed() -> None:
+    """Its eleven lines in the form router, in one app of four, were a block the nearest app
+    lacked in the very file F18 is fixed in; in ``app/browser.py`` the router's mechanisms
+    differ by a line a route, and the fix of a route that skips it is that one line."""
+    cfg = config.FactoryConfig(count=40, families=["F18"], seed=5)
+    decorated = 0
+    for request in author.plan(cfg):
+        spec = author.TemplateAuthor().draft(request)
+        bundle = compiler.compile_bundle(spec)
+        files = giveaways.python_files(bundle)
+        (path,) = bundle.hidden.reference_fix.files
+        browser = next(text for name, text in files.items() if name.endswith("/browser.py"))
+        assert "def form_check(" not in files[path], spec.seed
+        if "@browser.form_check(" not in str(bundle.hidden.reference_fix.files[path]):
+            assert "def form_check(" not in browser, spec.seed  # no helper nobody calls
+            continue
+        decorated += 1
+        assert "def form_check(" in browser, spec.seed
+        if not set(spec.bug.sites) >= _BOTH:  # the broken route lacks the decorator's line
+            after = str(bundle.hidden.reference_fix.files[path]).splitlines()
+            diff = difflib.ndiff(files[path].splitlines(), after)
+            changed = [line for line in diff if line[:1] in "+-"]
+            assert changed == ["+ @browser.form_check(csrf_protect)"], (spec.seed, changed)
+    assert decorated >= 5, decorated

@@ -9,6 +9,8 @@ caught by an exploit.
 
 from __future__ import annotations
 
+import difflib
+
 from a01gym.factory import author, compiler, config, styles
 from a01gym.factory.spec import Layout
 from a01gym.scenario.bundle import Bundle
@@ -23,14 +25,19 @@ def _bundle(style: str = "sqlite3") -> Bundle:
     return compiler.compile_bundle(styles.restyled(skeleton, style))
 
 
-def test_the_vulnerable_app_trusts_both_forwarding_headers_and_the_fix_neither() -> None:
+def test_the_vulnerable_app_trusts_both_forwarding_headers_and_the_fix_only_reports_them() -> None:
     bundle = _bundle()
     vulnerable = bundle.workspace[OPS].decode()
     fixed = bundle.hidden.reference_fix.files[OPS] or ""
     assert '("X-Forwarded-For", "X-Real-IP")' in vulnerable
-    assert "_from_this_host(request) or _is_monitor" in vulnerable
-    assert "X-Forwarded-For" not in fixed and "X-Real-IP" not in fixed
-    assert "if not _is_monitor(request, settings):" in fixed
+    # the same helper in both, reported on the page: only the refusal's condition differs
+    assert '("X-Forwarded-For", "X-Real-IP")' in fixed
+    assert '"local": _from_this_host(request),' in fixed
+    changed = [line for line in difflib.ndiff(vulnerable.splitlines(), fixed.splitlines())]
+    assert [line for line in changed if line[:1] in "+-"] == [
+        "-     if not (_from_this_host(request) or _is_monitor(request, settings)):",
+        "+     if not _is_monitor(request, settings):",
+    ]
 
 
 def test_the_x_real_ip_trap_keeps_trusting_one_header_and_an_exploit_sends_it() -> None:
@@ -38,6 +45,7 @@ def test_the_x_real_ip_trap_keeps_trusting_one_header_and_an_exploit_sends_it() 
     assert "x_real_ip" in bundle.hidden.traps
     trap = bundle.hidden.traps["x_real_ip"].files[OPS] or ""
     assert '("X-Real-IP",)' in trap and "X-Forwarded-For" not in trap
+    assert "_from_this_host(request) or _is_monitor" in trap
     sent = [
         set(step.headers)
         for test in bundle.hidden.tests

@@ -49,8 +49,8 @@ def test_renamed_modules_move_with_their_imports_references_and_docstrings() -> 
         ast.parse(text)
 
 
-def test_a_merged_policy_joins_the_security_module_and_its_importers_follow() -> None:
-    files = layout.apply(Layout(security="deps", policy_in_security=True), _SOURCE)
+def test_a_merged_module_joins_its_host_and_its_importers_follow() -> None:
+    files = layout.apply(Layout(security="deps"), layout.merge(_SOURCE, "policy", "security"))
 
     assert "app/policy.py" not in files
     merged = files["app/deps.py"]

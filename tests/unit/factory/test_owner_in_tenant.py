@@ -22,7 +22,7 @@ def _delete_bug(pinned: bool) -> ScenarioSpec:
     for request in author.plan(config.FactoryConfig(count=300, seed=28)):
         spec = author.TemplateAuthor().draft(request)
         if spec.bug.family == "F02" and spec.bug.sites == ["record.delete"]:
-            update = {"owner_in_tenant": pinned, "policy_in_security": False}
+            update = {"owner_in_tenant": pinned}
             return spec.model_copy(update={"layout": spec.layout.model_copy(update=update)})
     raise AssertionError("no F02 draft with the delete route alone")
 

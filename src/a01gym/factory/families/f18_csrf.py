@@ -32,8 +32,11 @@ __all__ = ["FAMILY", "SLIPS"]
 
 MECHANISMS = ("parameter", "route_dependencies", "call", "decorator")
 """How a form route runs its check: a ``Depends`` parameter, the route decorator's
-``dependencies=[...]``, a call at the top of the handler, or a ``@form_check(...)``
-decorator. A route broken beside a secure one lacks the line that does it."""
+``dependencies=[...]``, a call at the top of the handler, or a ``@browser.form_check(...)``
+decorator. A route broken beside a secure one lacks the line that does it. The decorator lives
+in ``app/browser.py``, where no bug is fixed: its eleven lines in the form router, in one app of
+four, were a block the nearest app lacked, and ``nearest_diff`` found F18 at 2.04x chance over
+seeds 31-40, 1.02x with it here (docs/families.md)."""
 
 _CHECKS = {
     "secure": "csrf_protect",
@@ -85,22 +88,10 @@ def _guard(mechanism: str, mode: str) -> _Guard:
     if mechanism == "call":
         return _Guard(request="\n    request: Request,", first=f"\n    {check}(request)")
     if mechanism == "decorator":
-        return _Guard(decorator=f"@form_check({check})\n", request="\n    request: Request,")
+        return _Guard(
+            decorator=f"@browser.form_check({check})\n", request="\n    request: Request,"
+        )
     return _Guard(param=f"\n    _: None = Depends({check}),")
-
-
-_FORM_CHECK = '''def form_check(check: Callable[[Request], None]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Run ``check`` on the request before a form handler (which takes ``request``)."""
-
-    def decorate(handler: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(handler)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            check(kwargs["request"])
-            return handler(*args, **kwargs)
-
-        return wrapper
-
-    return decorate'''
 
 
 def _app(r: Renderer) -> FamilyApp:
@@ -161,8 +152,6 @@ def _app(r: Renderer) -> FamilyApp:
         )
     body = "\n\n\n".join(handlers)
     helpers = []
-    if "form_check(" in body:
-        helpers.append(_FORM_CHECK)
     if "csrf_protect" in body:
         early, rule = (
             SLIPS[checkforms.draw(r.spec, "csrf.slip", tuple(SLIPS))]
@@ -244,7 +233,7 @@ def _app(r: Renderer) -> FamilyApp:
     return FamilyApp(
         files={
             "app/routers/web.py": text,
-            "app/browser.py": plumbing.browser("EmailChange" in body),
+            "app/browser.py": plumbing.browser("EmailChange" in body, "form_check(" in body),
         },
         routers=["web"],
         config=f'FRONTEND_ORIGIN = "{frontend_origin(r.spec)}"' if uses_config else "",

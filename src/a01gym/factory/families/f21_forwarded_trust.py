@@ -4,11 +4,17 @@ The catalogue's F05 lists ``X-Forwarded-For == "127.0.0.1"`` as an "internal" ch
 family is that variant on a route of its own. The app gets ``app/routers/ops.py`` (on
 ``app/monitor_agent.py``, :data:`plumbing.MONITOR_AGENT`), the status
 page of its monitoring agent, which returns the worker's settings (the service key among
-them). The agent presents the operations token (a ``settings`` row); the vulnerable app also
-lets in any request whose ``X-Forwarded-For`` or ``X-Real-IP`` names a local address, which
-any client can send. Exploits send those headers as a signed-in user and anonymously; the
+them) and whether ``X-Forwarded-For`` or ``X-Real-IP`` names a local address
+(``_from_this_host``, in every app). The agent presents the operations token (a ``settings``
+row); the vulnerable app also lets in any request that helper vouches for, which any client
+can make it do. Exploits send those headers as a signed-in user and anonymously; the
 regression is the agent's own read with the token. The ``x_real_ip`` trap ignores the first
 header and keeps trusting the second.
+
+The helper is in the secure app too, and only the refusal's condition differs: when it was
+code only the vulnerable app had, ``nearest_diff`` named ``ops.py`` for F21 at 3.45x chance
+over seeds 31-36 once the policy no longer merged into the security module
+(docs/families.md).
 """
 
 from __future__ import annotations
@@ -28,18 +34,17 @@ __all__ = ["FAMILY"]
 
 _SITE = "ops.status"
 _TOKEN = "{{secret:ops_token}}"
-_TRUSTED = {
-    "vuln": ("X-Forwarded-For", "X-Real-IP"),
-    "x_real_ip": ("X-Real-IP",),
-}
-"""Mode -> the headers whose first address the app believes (none in the secure app)."""
+_TRUSTED = {"x_real_ip": ("X-Real-IP",)}
+"""Mode -> the headers whose first address the helper reads, where not both."""
+_BELIEVED = ("vuln", "x_real_ip")
+"""Modes whose refusal takes the helper's word."""
 
 _INTERNAL = '''
 LOCAL_ADDRESSES = ("127.0.0.1", "::1")
 
 
 def _from_this_host(request: Request) -> bool:
-    """Calls from the host itself (the agent's sidecar) need no token."""
+    """Whether the forwarding headers name this host (reported on the status page)."""
     for header in $headers:
         if request.headers.get(header, "").split(",")[0].strip() in LOCAL_ADDRESSES:
             return True
@@ -77,7 +82,11 @@ def ops_status(
     settings = {row["key"]: row["value"] for row in rows}
     if $refuse:
         raise HTTPException(status.HTTP_403_FORBIDDEN, "operators only")
-    return {"status": "ok", "worker": monitor_agent.worker_report(settings)}
+    return {
+        "status": "ok",
+        "local": _from_this_host(request),
+        "worker": monitor_agent.worker_report(settings),
+    }
 '''
 
 
@@ -86,12 +95,12 @@ def _app(r: Renderer) -> FamilyApp:
     parts = [r.t(_HEAD)]
     if _SITE not in r.v.removed:
         r.route("GET", "/ops/status")
-        trusted = _TRUSTED.get(mode)
+        trusted = _TRUSTED.get(mode, ("X-Forwarded-For", "X-Real-IP"))
+        quoted = ", ".join(f'"{header}"' for header in trusted)
+        headers = f"({quoted},)" if len(trusted) == 1 else f"({quoted})"
+        parts.append(r.t(_INTERNAL, headers=headers))
         refuse = "not _is_monitor(request, settings)"
-        if trusted:
-            quoted = ", ".join(f'"{header}"' for header in trusted)
-            headers = f"({quoted},)" if len(trusted) == 1 else f"({quoted})"
-            parts.append(r.t(_INTERNAL, headers=headers))
+        if mode in _BELIEVED:
             refuse = "not (_from_this_host(request) or _is_monitor(request, settings))"
         if mode == vocabulary.Mode.DENY:
             refuse = "True"

@@ -1,6 +1,7 @@
 # ruff: noqa: E501  (templates of generated code keep the generated line lengths)
 """Modules a companion family's app adds that no variant changes: the same text in every app
-serving that family, whatever its bug.
+serving that family, whatever its bug (F18's :func:`browser` with or without the e-mail form
+and the form-check decorator, as the app's form routes need them).
 
 Why they are modules of their own: the ``nearest_diff`` probe (``factory/giveaways.py``)
 compares an app with the most similar other app, chosen by how many files the two share word
@@ -43,19 +44,43 @@ class EmailChange(BaseModel):
 """
 
 
-def browser(email: bool) -> str:
-    """F18's ``app/browser.py``: the session-cookie sign-in of the browser UI's form routes, and
-    the e-mail form's body where the app serves that form."""
+_FORM_CHECK = '''
+
+def form_check(check: Callable[[Request], None]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Run ``check`` on the request before a form handler (which takes ``request``)."""
+
+    def decorate(handler: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(handler)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            check(kwargs["request"])
+            return handler(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+'''
+
+
+def browser(email: bool, form_check: bool) -> str:
+    """F18's ``app/browser.py``: the session-cookie sign-in of the browser UI's form routes, the
+    e-mail form's body where the app serves that form, and the decorator that runs a form
+    route's check where the app's form routes take it that way."""
     pydantic = "from pydantic import BaseModel, Field\n" if email else ""
+    functools, callable_, any_ = (
+        ("import functools\n", "from collections.abc import Callable\n", "from typing import Any\n")
+        if form_check
+        else ("", "", "")
+    )
     return f'''"""What the browser UI's form routes share: the session-cookie sign-in and the form bodies."""
 
-import sqlite3
-
+{functools}import sqlite3
+{callable_}{any_}
 from fastapi import Depends, HTTPException, Request, status
 {pydantic}
 from app import db, security
 from app.security import CurrentUser
-{_EMAIL_CHANGE if email else ""}
+{_EMAIL_CHANGE if email else ""}{_FORM_CHECK if form_check else ""}
 
 def cookie_user(request: Request, connection: sqlite3.Connection = Depends(db.get_db)) -> CurrentUser:
     token = request.cookies.get("session", "")
