@@ -8,9 +8,9 @@ across apps (``layout.canonical``).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 __all__ = ["AREA_NAMES", "Layout"]
 
@@ -44,6 +44,12 @@ lines on private account fields, the account holder's own changes, the administr
 ("accounts, roles, audit log") and public profiles named them: ``policy_keywords`` found F09,
 fixed in the users router, at 2.52x chance over 16 builds (``tools/giveaway_ties.py --seeds
 28-43``), 1.61x with ``colleagues`` and ``personnel`` in their place."""
+
+
+_RETIRED_FLAGS = ("account_router", "policy_in_security")
+"""Layout flags earlier versions drew (docs/families.md): the own account's router, now in
+every app, and the policy merged into the security module, retired for giving F05 and F02
+away."""
 
 
 class Layout(BaseModel):
@@ -112,6 +118,16 @@ class Layout(BaseModel):
         description="Router modules this app names otherwise than the skeleton: the skeleton's "
         "name -> one of its spellings in AREA_NAMES.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _without_retired(cls, data: Any) -> Any:
+        """A layout recorded before a flag was retired (a cache's ``labels["layout"]``, which the
+        giveaway gate reads for every scenario in the cache) still loads: the retired flags
+        named no file of their own, so the paths compare as they did."""
+        if isinstance(data, dict):
+            return {key: value for key, value in data.items() if key not in _RETIRED_FLAGS}
+        return data
 
     @field_validator("areas")
     @classmethod

@@ -213,3 +213,12 @@ def test_the_layout_changes_paths_never_the_vulnerable_and_fixed_code() -> None:
         if moved.vulnerable.files[p] != text
     }
     assert fixed_in == {p for p, t in plain.fixed.files.items() if plain.vulnerable.files[p] != t}
+
+
+def test_a_layout_recorded_with_a_retired_flag_still_loads_and_an_unknown_field_does_not() -> None:
+    """The giveaway gate reads every cached scenario's recorded layout; a cache built before a
+    flag was retired must not stop the next build."""
+    old = '{"security": "deps", "policy_in_security": true, "account_router": false}'
+    assert Layout.model_validate_json(old) == Layout(security="deps")
+    with pytest.raises(ValidationError):
+        Layout.model_validate_json('{"security": "deps", "policy_in_securty": true}')
