@@ -3,8 +3,9 @@
 The app gets Starlette's ``CORSMiddleware`` in ``main.py`` with credentials allowed. The secure
 app lists its web front end (``config.FRONTEND_ORIGINS``); the vulnerable one allows ``*``
 (Starlette then reflects whatever ``Origin`` comes, credentials included) or a regex without a
-dot boundary, depending on the seed. Exploits judge the response headers of a simple and a
-preflight request from attacker origins; regressions keep the front end's credentialed access.
+dot boundary, whichever is one line of the drawn structure (:data:`STRUCTURES`). Exploits
+judge the response headers of a simple and a preflight request from attacker origins;
+regressions keep the front end's credentialed access.
 """
 
 from __future__ import annotations
@@ -28,11 +29,18 @@ _EVIL = "https://evilexample.test"
 
 STRUCTURES = ("main", "config", "regex", "literal")
 """Where the allowed origins are stated: a list in ``main.py``; a ``CORS_ALLOW_ORIGINS``
-setting in ``config.py`` (the vulnerable one adds ``"*"`` to the front end's); an escaped,
-whole-origin ``allow_origin_regex`` in ``main.py``; or that regex written out as a literal,
-as many apps spell it. The vulnerable regex is a literal too: with no secure literal, its line
-and the front end's setting pruned with its last use were the bug (``nearest_diff`` named
-``main.py`` in 5.4 of the 21 apps so broken, seeds 31-34; docs/families.md)."""
+setting in ``config.py``; an escaped, whole-origin ``allow_origin_regex`` built in ``main.py``
+from the front end's setting; or that regex written out as a literal, as many apps spell it.
+Each structure's bug is one line of that structure: ``"*"`` added to the list (or, by the seed,
+a regex for "preview" hosts beside it) or to the setting, or the regex widened to any host
+whose name ends in the domain (no dot boundary). So a vulnerable app and a secure one of the
+same structure differ by that line and nothing else, and the setting stays in use. The bug
+used to be drawn apart from the structure: a regex bug in a ``main`` or ``regex`` app dropped
+the front end's setting and ``main.py``'s ``config`` import with it, and ``nearest_diff``
+named its files at 2.8x chance (seeds 31-34, 36-39; docs/families.md)."""
+
+_WIDE = r'r"https://.*example\.test"'
+"""Any host ending in ``example.test``, the attacker's ``evilexample.test`` included."""
 
 
 def _origins(mode: str, spec: Any, structure: str) -> str:
@@ -40,14 +48,17 @@ def _origins(mode: str, spec: Any, structure: str) -> str:
         return "allow_origins=list(config.CORS_ALLOW_ORIGINS)"
     if structure == "regex" and mode == "secure":
         return "allow_origin_regex=re.escape(config.FRONTEND_ORIGINS[0])"
+    if structure == "regex" and mode == "vuln":  # the host dropped, the dot before the domain too
+        domain = 'config.FRONTEND_ORIGINS[0].split(".", 1)[1]'
+        return f'allow_origin_regex=r"https://.*" + re.escape({domain})'
     if structure == "literal" and mode == "secure":
         return f'allow_origin_regex=r"{re.escape(frontend_origin(spec))}"'
-    if mode == "vuln":  # the front end's setting stays in use: no unused name points here
-        return (
-            'allow_origins=[*config.FRONTEND_ORIGINS, "*"]'
-            if spec.seed % 2 == 0
-            else 'allow_origin_regex=r"https://.*example\\.test"'
-        )
+    if structure == "literal" and mode == "vuln":
+        return f"allow_origin_regex={_WIDE}"
+    if mode == "vuln" and spec.seed % 2:  # the list, and a regex for "preview" hosts beside it
+        return f"allow_origins=list(config.FRONTEND_ORIGINS),\n    allow_origin_regex={_WIDE}"
+    if mode == "vuln":
+        return 'allow_origins=[*config.FRONTEND_ORIGINS, "*"]'
     if mode == "prefix_regex":
         return 'allow_origin_regex=config.FRONTEND_ORIGINS[0].replace(".", r"\\.") + ".*"'
     if mode == "no_credentials":

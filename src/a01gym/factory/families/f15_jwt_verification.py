@@ -47,14 +47,28 @@ _SIGNATURE = {
             if not hmac.compare_digest(signature, expected):
                 return None
         """,
+    "vuln": """
+        expected = hs256(signing_key(connection), head, body)
+        claims["verified"] = header.get("alg") == "HS256" and hmac.compare_digest(signature, expected)
+        """,
     "deny": """
         return None
         """,
 }
-_EXPIRY = """
+"""The signature checks of ``claims_of``, by mode. The vulnerable app computes the check and
+records it in the claims (nothing reads it) rather than refusing: the bug is that one line, as
+in the ``helpers`` structure. With the check removed outright, inline apps' ``tokens.py`` lacked
+a block every other app has, and ``nearest_diff`` named it at 3.6x chance where both checks
+were gone (seeds 31-34, 36-39; docs/families.md)."""
+_EXPIRY = {
+    "secure": """
     if not isinstance(claims.get("exp"), int) or claims["exp"] < time.time():
         return None
-    """
+    """,
+    "vuln": """
+    claims["expired"] = not isinstance(claims.get("exp"), int) or claims["exp"] < time.time()
+    """,
+}
 
 
 STRUCTURES = ("inline", "helpers")
@@ -111,11 +125,12 @@ def _checks(r: Renderer) -> tuple[str, str, str]:
         if expiry != "vuln":
             expiry_text = f"if _expired(claims):{refuse}"
         return check, expiry_text, f"\n\n\n{helpers}"
-    check = "" if signature == "vuln" else _SIGNATURE.get(signature, _SIGNATURE["secure"])
+    check = _SIGNATURE.get(signature, _SIGNATURE["secure"])
     if expiry == "deny":
         check = _SIGNATURE["deny"]
-    check_text = r.t(check).replace("\n", "\n    ") + "\n    " if check else ""
-    expiry_text = "" if expiry == "vuln" else r.t(_EXPIRY).replace("\n", "\n    ") + "\n    "
+    check_text = r.t(check).replace("\n", "\n    ") + "\n    "
+    expiry_check = _EXPIRY["vuln" if expiry == "vuln" else "secure"]
+    expiry_text = r.t(expiry_check).replace("\n", "\n    ") + "\n    "
     return check_text, expiry_text, ""
 
 

@@ -72,7 +72,12 @@ def browser(email: bool, form_check: bool) -> str:
         if form_check
         else ("", "", "")
     )
-    return f'''"""What the browser UI's form routes share: the session-cookie sign-in and the form bodies."""
+    shared = (
+        "the session-cookie sign-in, the form bodies and the form check"
+        if form_check
+        else "the session-cookie sign-in and the form bodies"
+    )
+    return f'''"""What the browser UI's form routes share: {shared}."""
 
 {functools}import sqlite3
 {callable_}{any_}
