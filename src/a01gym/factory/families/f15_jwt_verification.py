@@ -2,14 +2,14 @@
 """F15: API tokens (JWT, HS256) whose signature or expiry is not verified.
 
 The app gets ``app/tokens.py`` (on ``app/jwt_codec.py``, :data:`plumbing.JWT_CODEC`) and
-``app/routers/api.py``: ``POST /api/v2/tokens`` issues a
-token for the signed-in user, ``/api/v2/me`` and ``/api/v2/<records>/{id}`` accept it. The
-sandbox has no JWT package, so ``tokens.py`` implements HS256 with the standard library; the
-signing key is a per-world secret in the settings table. Sites: ``jwt.signature`` (the signature is not checked) and ``jwt.expiry`` (``exp`` is
-not checked). Exploits send tokens the world forges (``{{jwt:alice.forged}}``, ``.none``,
-``.expired``, ``.hs512``, ``.rs256``, ``.noalg``); the ``alg_from_header`` trap verifies only
-when the token says it is HS256, and ``none_rejected`` also refuses ``alg: none`` (the red-team
-fix that still accepts any other algorithm).
+``app/routers/api.py``: ``POST /api/v2/tokens`` issues a token for the signed-in user,
+``/api/v2/me`` and ``/api/v2/<records>/{id}`` accept it. The sandbox has no JWT package, so
+``tokens.py`` implements HS256 with the standard library; the signing key is a per-world secret
+in the settings table. Sites: ``jwt.signature`` (the signature is not checked) and
+``jwt.expiry`` (``exp`` is not checked). Exploits send tokens the world forges
+(``{{jwt:alice.forged}}``, ``.none``, ``.expired``, ``.hs512``, ``.rs256``, ``.noalg``); the
+``alg_from_header`` trap verifies only when the token says it is HS256, and ``none_rejected``
+also refuses ``alg: none`` (the red-team fix that still accepts any other algorithm).
 """
 
 from __future__ import annotations
@@ -55,21 +55,9 @@ _SIGNATURE = {
         return None
         """,
 }
-"""The signature checks of ``claims_of``, by mode. The vulnerable app computes the check and
-records it in the claims (nothing reads it) rather than refusing: the bug is that one line, as
-in the ``helpers`` structure. With the check removed outright, inline apps' ``tokens.py`` lacked
-a block every other app has, and ``nearest_diff`` named it at 3.6x chance where both checks
-were gone (seeds 31-34, 36-39; docs/families.md)."""
-_EXPIRY = {
-    "secure": """
-    if not isinstance(claims.get("exp"), int) or claims["exp"] < time.time():
-        return None
-    """,
-    "vuln": """
-    claims["expired"] = not isinstance(claims.get("exp"), int) or claims["exp"] < time.time()
-    """,
-}
-
+"""The vulnerable app records the check in the claims (nothing reads them) instead of refusing:
+one line, as in ``helpers``. Removed outright, it read 3.6x chance (docs/families.md)."""
+_EXPIRED_IF = 'not isinstance(claims.get("exp"), int) or claims["exp"] < time.time()'
 
 STRUCTURES = ("inline", "helpers")
 """``inline``: ``claims_of`` checks signature and expiry itself; ``helpers``: it asks
@@ -114,9 +102,9 @@ def _checks(r: Renderer) -> tuple[str, str, str]:
     signature = r.v.mode("jwt.signature")
     expiry = r.v.mode("jwt.expiry")
     denied = "deny" in (signature, expiry)
+    refuse = "\n        return None\n    "
     if not denied and checkforms.draw(r.spec, "jwt", STRUCTURES) == "helpers":
         helpers = "\n\n\n".join([r.t(_HELPERS.get(signature, _HELPERS["secure"])), r.t(_EXPIRED)])
-        refuse = "\n        return None\n    "
         verified = "_signature_ok(connection, header, head, body, signature)"
         check = f'claims["verified"] = {verified}\n    '
         if signature != "vuln":
@@ -129,8 +117,9 @@ def _checks(r: Renderer) -> tuple[str, str, str]:
     if expiry == "deny":
         check = _SIGNATURE["deny"]
     check_text = r.t(check).replace("\n", "\n    ") + "\n    "
-    expiry_check = _EXPIRY["vuln" if expiry == "vuln" else "secure"]
-    expiry_text = r.t(expiry_check).replace("\n", "\n    ") + "\n    "
+    expiry_text = f"if {_EXPIRED_IF}:{refuse}"
+    if expiry == "vuln":
+        expiry_text = f'claims["expired"] = {_EXPIRED_IF}\n    '
     return check_text, expiry_text, ""
 
 
