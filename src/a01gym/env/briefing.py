@@ -162,7 +162,7 @@ def render(bundle: Bundle, *, expert_section: str = "") -> tuple[str, dict[str, 
             listed only then).
     """
     manifest = bundle.manifest
-    world = FixtureValues(manifest.visible_seed)
+    world = FixtureValues(manifest.visible_seed, bundle.hidden.fixture.tables)
     actors = _actor_infos(manifest, world)
     files = [{"path": p, "size": len(c)} for p, c in sorted(bundle.workspace.items())]
     task = bundle.workspace.get("TASK.md", b"").decode(errors="replace").strip()

@@ -105,7 +105,7 @@ class ToolContext:
 
 async def seed_visible_world(client: SupervisorClient, bundle: Bundle) -> None:
     """Seed the database with the agent's world (the bundle's fixed ``visible_seed``)."""
-    world = FixtureValues(bundle.manifest.visible_seed)
+    world = FixtureValues(bundle.manifest.visible_seed, bundle.hidden.fixture.tables)
     await client.seed(
         protocol.SeedRequest(
             tables=world.render(bundle.hidden.fixture.tables),
@@ -286,7 +286,8 @@ def _as_browser(bundle: Bundle, actor: str, headers: dict[str, str]) -> dict[str
     """``headers`` plus ``actor``'s session as the ``session`` cookie, the way the actor's
     browser sends it to cookie-authenticated pages (the bearer token is the same session),
     after any cookies the agent set itself (a ``csrf_token`` it read from a page)."""
-    rendered = runner.render_actors(bundle.manifest, FixtureValues(bundle.manifest.visible_seed))
+    world = FixtureValues(bundle.manifest.visible_seed, bundle.hidden.fixture.tables)
+    rendered = runner.render_actors(bundle.manifest, world)
     scheme, _, token = rendered[actor].get("Authorization", "").partition(" ")
     cookies = [f"session={token}"] if scheme.lower() == "bearer" and token else []
     rest = {k: v for k, v in headers.items() if k.lower() != "cookie"}

@@ -78,7 +78,7 @@ def _steps(tests: list[HttpTest]) -> Iterator[tuple[HttpTest, dict[str, object]]
 
 
 def _visible_world(bundle: Bundle) -> FixtureValues:
-    return FixtureValues(bundle.manifest.visible_seed)
+    return FixtureValues(bundle.manifest.visible_seed, bundle.hidden.fixture.tables)
 
 
 # -- refusing, hanging, dropping ---------------------------------------------------------------

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from a01gym.factory import appgen, families, guards
+from a01gym.factory import appgen, families, guards, testkit
 from a01gym.factory import sites as site_registry
 from a01gym.factory.families import vocabulary
 from a01gym.factory.families.vocabulary import Mode
@@ -50,7 +50,7 @@ def trap_variant(spec: ScenarioSpec, trap: str) -> appgen.Variant:
     sites = list(spec.bug.sites)
     family = families.family(spec.bug.family)
     vuln = dict.fromkeys(sites, Mode.VULN)
-    world = FixtureValues(visible_seed(spec))
+    world = FixtureValues(visible_seed(spec), testkit.build_fixture(spec).tables)
     victim = spec.actor("user", "a", 0).name
     hardcode = {
         "record_id": str(world.value("id", f"{victim}_private")),

@@ -247,7 +247,7 @@ async def iter_suite(
     The world is sent once; each test's first call then asks the supervisor to restore it
     (``reseed``), which it skips when nothing wrote the database, as most tests do not.
     """
-    world = FixtureValues(seed)
+    world = FixtureValues(seed, fixture.tables)
     request = protocol.SeedRequest(
         tables=world.render(fixture.tables), actors=render_actors(manifest, world)
     )
@@ -268,7 +268,7 @@ async def iter_suite(
         yield await run_test(
             client,
             with_inventory(test, manifest.routes),
-            FixtureValues(seed),
+            FixtureValues(seed, fixture.tables),
             request.actors,
             request_timeout_s=request_timeout_s,
             reseed=True,
