@@ -83,7 +83,8 @@ def test_companions_and_layouts_cut_the_nearest_app_diff_probe_to_near_chance(
     built = _rates(specs)
     bare = _rates([s.model_copy(update={"companions": [], "layout": Layout()}) for s in specs])
     before, after = bare["ALL"].probes["nearest_diff"], built["ALL"].probes["nearest_diff"]
-    assert before.ratio > 3.5, before
+    # 3.4 since main.py reads alike (bare apps differ there no more); above 3.5 before
+    assert before.ratio > 3.0, before
     assert after.ratio <= 2.0, after
     assert after.hits * 2 <= before.hits, (before, after)
     worst = max(

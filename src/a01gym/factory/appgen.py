@@ -139,7 +139,6 @@ class _Renderer(
             "app/models.py": self.models(),
             "app/repository.py": self.repository(),
             "app/storage.py": self.storage(),
-            "app/routers/__init__.py": '"""HTTP routers, one module per area."""\n',
             "app/routers/public.py": self.public_router(),
             "app/routers/records.py": self.records_router(),
             "app/routers/reports.py": self.reports_router(),
@@ -154,6 +153,7 @@ class _Renderer(
         if self.distance == "service":
             files["app/services.py"] = self.services()
         files["app/main.py"] = self.main()
+        files["app/routers/__init__.py"] = self.routers_package()
         files = self.style.finish(self, files)
         files = aliases.apply(self.spec.seed, self.spec.layout.dependency_aliases, files)
         files = statuses.apply(self.spec.seed, self.spec.layout.status_numbers, files)
@@ -198,6 +198,45 @@ class _Renderer(
                     """
                 )
             )
+        needs_mw = bool(middleware)
+        imports = (
+            "from collections.abc import Awaitable, Callable\n\n"
+            "from fastapi import FastAPI, Request, Response\n"
+            "from fastapi.responses import JSONResponse\n"
+            if needs_mw
+            else "from fastapi import FastAPI\n"
+        )
+        middleware = [*self.extra.main_setup, *middleware]
+        # the modules a family's setup line calls (F12's ``origins.install(app)``)
+        modules = {"db", *(line.partition(".")[0] for line in self.extra.main_setup)}
+        if needs_mw:
+            modules.add("security")
+        return self.t(
+            '''
+            """$app_name: application assembly (schema, middleware, routers)."""
+
+            ${imports}
+            from app import $app_modules
+            from app.routers import include_routers
+
+            db.init_schema()
+
+            app = FastAPI(title="$app_name", version="1.4.2", description="$description")
+            $middleware
+
+            include_routers(app)
+            ''',
+            imports=imports,
+            app_modules=", ".join(sorted(modules)),
+            middleware=("\n\n" + "\n\n\n".join(middleware) + "\n") if middleware else "",
+        )
+
+    def routers_package(self) -> str:
+        """The routers package, which mounts its modules: ``main.py`` calls one function, so
+        it reads alike in every app. It used to include each router itself, and since apps
+        serve different routers, ``main.py`` was the file ``nearest_diff`` named in about
+        1 app in 7, F12's and F17's bug file among them (docs/families.md, "main.py reads
+        alike")."""
         includes = [
             "app.include_router(public.router)",
             "app.include_router(records.router)",
@@ -226,39 +265,22 @@ class _Renderer(
             else "app.include_router(internal.router)"
         )
         includes += [f"app.include_router({name}.router)" for name in self.extra.routers]
-        needs_mw = bool(middleware)
-        fastapi = "Depends, FastAPI" if mounted else "FastAPI"
-        imports = (
-            "from collections.abc import Awaitable, Callable\n\n"
-            f"from fastapi import {fastapi}, Request, Response\n"
-            "from fastapi.responses import JSONResponse\n"
-            if needs_mw
-            else f"from fastapi import {fastapi}\n"
-        )
-        imports += "".join(line + "\n" for line in self.extra.main_imports)
-        middleware = [*self.extra.main_setup, *middleware]
         routers = sorted([*_ROUTERS, *self.extra.routers])
-        app_modules = "db, security" if needs_mw or mounted else "db"
-        if "config." in "".join(self.extra.main_setup):
-            app_modules = "config, " + app_modules
         return self.t(
             '''
-            """$app_name: application assembly (schema, middleware, routers)."""
+            """HTTP routers, one module per area, mounted in the order their paths need."""
 
-            ${imports}
-            from app import $app_modules
-            from app.routers import $routers
+            from fastapi import ${fastapi}
 
-            db.init_schema()
+            ${security}from app.routers import $routers
 
-            app = FastAPI(title="$app_name", version="1.4.2", description="$description")
-            $middleware
 
+            def include_routers(app: FastAPI) -> None:
+                """Mount every router on ``app``."""
             $includes
             ''',
-            imports=imports,
-            app_modules=app_modules,
+            fastapi="Depends, FastAPI" if mounted else "FastAPI",
+            security="from app import security\n" if mounted else "",
             routers=", ".join(routers),
-            middleware=("\n\n" + "\n\n\n".join(middleware) + "\n") if middleware else "",
-            includes="\n".join(includes),
+            includes="\n".join("    " + line for line in includes),
         )

@@ -212,21 +212,27 @@ class TemplateAuthor:
 
 COMPANION_COUNTS = (5, 6)
 """How many companion families an app draws (uniformly) of the 8. Over a 300-draft build each
-one's routes are in 68-73% of the apps beside another family's bug (F20's in 58%: it needs
-the manager actor, drawn in 85% of apps for that reason), against 1 in 21 as the bug. The
-nearest-app diff probe (factory/giveaways.py) finds a bug at 5.5x chance with none; with 3-4
-at 2.2x, F19-F21 far above chance (their router was the one file the nearest app lacked); with
-5-6 at 2.0-2.1x over three builds (6-7 did no better); with all 8 at 2.8x, F21 17x: when every
-app serves every companion, a broken rendering is the one that no other app shares."""
+one's routes are in 68-73% of the apps beside another family's bug (F12's in all of them,
+``Family.every_app``; F20's in 58%: it needs the manager actor, drawn in 85% of apps for that
+reason), against 1 in 21 as the bug. The nearest-app diff probe (factory/giveaways.py)
+finds a bug at 5.5x chance with none; with 3-4 at 2.2x, F19-F21 far above chance (their
+router was the one file the nearest app lacked); with 5-6 at 2.0-2.1x over three builds (6-7
+did no better); with all 8 at 2.8x, F21 17x: when every app serves every companion, a broken
+rendering is the one that no other app shares."""
 
 
 def draw_companions(seed: int, family_id: str, roles: set[str]) -> list[str]:
     """The companion families of a spec: drawn from their own stream of the seed, so the rest
-    of a draft is the same with or without them."""
+    of a draft is the same with or without them, and those served in every app
+    (``Family.every_app``: F12's CORS module, drawn in 5-6 of 8, was a file about 30% of apps
+    lacked, and ``nearest_diff`` named F12's bug file at 2.2x chance over seeds 31-40;
+    docs/families.md, "main.py reads alike")."""
     rng = random.Random(_derive(seed, "companions"))
     pool = [
         c
         for c in families.COMPANIONS
         if c != family_id and set(families.family(c).needs_roles) <= roles
     ]
-    return sorted(rng.sample(pool, min(len(pool), rng.choice(COMPANION_COUNTS))))
+    drawn = rng.sample(pool, min(len(pool), rng.choice(COMPANION_COUNTS)))
+    always = {c for c in pool if families.family(c).every_app}
+    return sorted({*drawn, *always} - {family_id})

@@ -15,7 +15,8 @@ So the features are measured on the compiled scenario (:func:`measure`):
 * ``files``: the files the reference fix changes (what an agent must find and read);
 * ``distance``: where the fix lands from the route: 0 in a router module, 1 in a module the
   handler calls (the security, policy or token module), 2 in the data layer or the app's
-  setup (repository, models, storage, settings, ``main.py``). The service layer's loaders live
+  setup (repository, models, storage, settings, ``main.py``, the CORS module ``origins``, the
+  routers package's ``__init__``, which mounts the routers). The service layer's loaders live
   in the repository module (:mod:`a01gym.factory.appgen`), so a fix there is 2;
 * ``indirection``: whether the spec's admin-guard style changes the fix (the spec rendered
   with its family's plainest style gives another fix);
@@ -128,7 +129,7 @@ def _distance(spec: ScenarioSpec, fix: Fix) -> int:
     calls = {layout.security, layout.policy, layout.tokens}
     level = 0
     for path in fix:
-        if path.startswith(f"app/{layout.routers}/"):
+        if path.startswith(f"app/{layout.routers}/") and not path.endswith("/__init__.py"):
             continue
         module = path.rsplit("/", 1)[-1].removesuffix(".py")
         level = max(level, 1 if module in calls else 2)

@@ -41,7 +41,8 @@ __all__ = [
 ]
 
 SPEC_VERSION = 1
-MAX_COMPANIONS = 6
+MAX_COMPANIONS = 7
+"""The most drawn (6, ``author.COMPANION_COUNTS``) and F12, which every app serves."""
 
 DECOY_KINDS: tuple[str, ...] = ("sort_column", "request_id", "basename_preview", "public_stats")
 RESERVED_COLUMNS = frozenset(

@@ -54,7 +54,7 @@ def test_f12_bug_is_one_line_of_each_structure_and_keeps_the_front_end_setting_i
             forms.add("config")
             assert removed[0].endswith('(*FRONTEND_ORIGINS, "*")'), removed
             continue
-        assert path == "app/main.py"
+        assert path == "app/origins.py"
         line = removed[0].strip()
         if "re.escape" in added[0]:  # the regex built from the setting: the bug builds it too
             forms.add("regex")

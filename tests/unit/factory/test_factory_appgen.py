@@ -138,7 +138,7 @@ def test_middleware_indirection_guards_by_path_prefix(spec_for: Any, form: str) 
         spec, appgen.Variant(modes=dict.fromkeys(spec.bug.sites, "vuln"))
     ).files
     assert alias not in vulnerable[path]
-    assert 'prefix="/api/v1/admin"' in vulnerable["app/main.py"]
+    assert 'prefix="/api/v1/admin"' in vulnerable[f"app/{spec.layout.routers}/__init__.py"]
 
 
 @pytest.mark.parametrize(

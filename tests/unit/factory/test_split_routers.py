@@ -73,7 +73,7 @@ def test_every_app_serves_its_own_account_from_me_included_before_users(style: s
     assert _handlers(others) == ["read_profile", "read_team"]
     assert '"/users/me"' not in others
     assert {"GET /users/me", "PATCH /users/me"} <= set(bundle.manifest.routes)
-    main = bundle.workspace["app/main.py"].decode()
+    main = bundle.workspace[f"app/{spec.layout.routers}/__init__.py"].decode()
     me_name, users_name = (path.rsplit("/", 1)[1].removesuffix(".py") for path in (me, users))
     assert main.index(f"include_router({me_name}.router)") < main.index(
         f"include_router({users_name}.router)"
@@ -112,7 +112,7 @@ def test_the_sessions_sit_beside_the_own_account_or_in_their_router_never_in_sig
     assert {"continue_after_sign_in", "sign_out"} & set(_handlers(redirects))
     for text in (redirects, me, devices):
         _imports_only_what_it_uses(text)
-    main = apart.workspace["app/main.py"].decode()
+    main = apart.workspace[f"app/{apart_spec.layout.routers}/__init__.py"].decode()
     devices_name = _module(apart_spec, "devices").rsplit("/", 1)[1].removesuffix(".py")
     assert f"include_router({devices_name}.router)" in main
     # two handlers: the sign-in router has no siblings enough to stand out from

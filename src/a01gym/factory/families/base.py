@@ -47,11 +47,11 @@ class FamilyApp:
     """The app code a self-contained family adds to the shared skeleton.
 
     ``files`` are whole modules (``app/routers/signin.py``), ``routers`` the router modules
-    ``main.py`` imports and includes, ``schema`` extra ``CREATE TABLE`` statements,
-    ``config`` extra lines of ``app/config.py``, ``security`` extra code at the end of
-    ``app/security.py``, ``main_imports`` and ``main_setup`` lines of ``main.py`` (before and
-    after the app object exists), ``middleware`` HTTP middleware of ``main.py`` (before the
-    skeleton's own), ``admin_mounts`` further prefixes the admin router is mounted at,
+    the routers package mounts, ``schema`` extra ``CREATE TABLE`` statements, ``config`` extra
+    lines of ``app/config.py``, ``security`` extra code at the end of ``app/security.py``,
+    ``main_setup`` lines of ``main.py`` (after the app object exists; each calls a module of
+    the app, such as ``origins.install(app)``), ``middleware`` HTTP middleware of ``main.py``
+    (before the skeleton's own), ``admin_mounts`` further prefixes the admin router is mounted at,
     ``own_account`` route handlers served beside the caller's own account (``app/routers/me.py``,
     whose routes declare their whole path).
     """
@@ -60,7 +60,6 @@ class FamilyApp:
     routers: list[str] = dataclasses.field(default_factory=list)
     schema: str = ""
     config: str = ""
-    main_imports: list[str] = dataclasses.field(default_factory=list)
     main_setup: list[str] = dataclasses.field(default_factory=list)
     security: str = ""
     middleware: list[str] = dataclasses.field(default_factory=list)
@@ -83,8 +82,6 @@ class FamilyApp:
             routers=[*self.routers, *other.routers],
             schema="\n".join(part for part in (self.schema, other.schema) if part),
             config="\n".join(part for part in (self.config, other.config) if part),
-            main_imports=[*self.main_imports]
-            + [line for line in other.main_imports if line not in self.main_imports],
             main_setup=[*self.main_setup, *other.main_setup],
             security="\n\n\n".join(part for part in (self.security, other.security) if part),
             middleware=[*self.middleware, *other.middleware],
@@ -178,6 +175,11 @@ class Family:
     family's app has would be in exactly the apps where it holds the bug, and a diff against
     any other scenario would point at it (:mod:`a01gym.factory.giveaways`). Only families
     whose code adds modules and settings (no middleware, no extra mounts) qualify."""
+    every_app: bool = False
+    """Whether a companion family is served in every app, beside those drawn
+    (``author.draw_companions``): for code other families' apps would otherwise lack in a
+    third of them, so that its module is never the one file setting an app apart from the
+    nearest (F12's CORS module)."""
 
     @property
     def cwe(self) -> str:

@@ -1,11 +1,14 @@
 """F12: a CORS policy that lets any origin read the API with the user's credentials.
 
-The app gets Starlette's ``CORSMiddleware`` in ``main.py`` with credentials allowed. The secure
-app lists its web front end (``config.FRONTEND_ORIGINS``); the vulnerable one allows ``*``
-(Starlette then reflects whatever ``Origin`` comes, credentials included) or a regex without a
-dot boundary, whichever is one line of the drawn structure (:data:`STRUCTURES`). Exploits
-judge the response headers of a simple and a preflight request from attacker origins;
-regressions keep the front end's credentialed access.
+The app gets Starlette's ``CORSMiddleware`` with credentials allowed, from a module of its own
+(``app/origins.py``, whose ``install`` ``main.py`` calls; not ``cors.py``: the task text names
+no weakness, and the file list is part of it). Every app serves it, as the bug or as a
+companion (``Family.every_app``): a module only some apps had was the file that set them apart
+from their nearest app. The secure app lists its web front end (``config.FRONTEND_ORIGINS``);
+the vulnerable one allows ``*`` (Starlette then reflects whatever ``Origin`` comes,
+credentials included) or a regex without a dot boundary, whichever is one line of the drawn
+structure (:data:`STRUCTURES`). Exploits judge the response headers of a simple and a
+preflight request from attacker origins; regressions keep the front end's credentialed access.
 """
 
 from __future__ import annotations
@@ -28,16 +31,18 @@ _EVIL = "https://evilexample.test"
 
 
 STRUCTURES = ("main", "config", "regex", "literal")
-"""Where the allowed origins are stated: a list in ``main.py``; a ``CORS_ALLOW_ORIGINS``
-setting in ``config.py``; an escaped, whole-origin ``allow_origin_regex`` built in ``main.py``
-from the front end's setting; or that regex written out as a literal, as many apps spell it.
-Each structure's bug is one line of that structure: ``"*"`` added to the list (or, by the seed,
-a regex for "preview" hosts beside it) or to the setting, or the regex widened to any host
-whose name ends in the domain (no dot boundary). So a vulnerable app and a secure one of the
-same structure differ by that line and nothing else, and the setting stays in use. The bug
-used to be drawn apart from the structure: a regex bug in a ``main`` or ``regex`` app dropped
-the front end's setting and ``main.py``'s ``config`` import with it, and ``nearest_diff``
-named its files at 2.8x chance (seeds 31-34, 36-39; docs/families.md)."""
+"""Where the allowed origins are stated: a list in ``origins.py``; a ``CORS_ALLOW_ORIGINS`` setting
+in ``config.py``; an escaped, whole-origin ``allow_origin_regex`` built in ``origins.py`` from
+the front end's setting; or that regex written out as a literal, as many apps spell it. Each
+structure's bug is one line of that structure: ``"*"`` added to the list (or, by the seed, a
+regex for "preview" hosts beside it) or to the setting, or the regex widened to any host whose
+name ends in the domain (no dot boundary). So a vulnerable app and a secure one of the same
+structure differ by that line and nothing else, and the setting stays in use. The bug used to be
+drawn apart from the structure: a regex bug in a ``main`` or ``regex`` app dropped the front
+end's setting and the ``config`` import with it, and ``nearest_diff`` named its files at 2.8x
+chance (seeds 31-34, 36-39; docs/families.md)."""
+
+_DOC = "Cross-origin requests: the web front ends that may call the API with credentials."
 
 _WIDE = r'r"https://.*example\.test"'
 """Any host ending in ``example.test``, the attacker's ``evilexample.test`` included."""
@@ -69,29 +74,32 @@ def _origins(mode: str, spec: Any, structure: str) -> str:
 def _app(r: Renderer) -> FamilyApp:
     mode = r.v.mode("cors.policy")
     structure = checkforms.draw(r.spec, "cors.policy", STRUCTURES)
-    setup = []
-    if mode != "deny":
-        credentials = "False" if mode == "no_credentials" else "True"
-        setup.append(
-            "app.add_middleware(\n"
-            "    CORSMiddleware,\n"
-            f"    {_origins(mode, r.spec, structure)},\n"
-            f"    allow_credentials={credentials},\n"
-            '    allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],\n'
-            '    allow_headers=["Authorization", "Content-Type"],\n'
-            ")"
-        )
     config = f'FRONTEND_ORIGINS = ("{frontend_origin(r.spec)}",)'
     if structure == "config":
         allowed = '(*FRONTEND_ORIGINS, "*")' if mode == "vuln" else "FRONTEND_ORIGINS"
         config += f"\nCORS_ALLOW_ORIGINS = {allowed}"
-    imports = ["from fastapi.middleware.cors import CORSMiddleware"] if setup else []
-    if "re.escape" in "".join(setup):
-        imports.insert(0, "import re\n")
+    if mode == "deny":
+        return FamilyApp(config=config)
+    origins = _origins(mode, r.spec, structure)
+    credentials = "False" if mode == "no_credentials" else "True"
+    imports = "import re\n\n" if "re.escape" in origins else ""
+    imports += "from fastapi import FastAPI\nfrom fastapi.middleware.cors import CORSMiddleware\n"
+    if "config." in origins:
+        imports += "\nfrom app import config\n"
+    module = (
+        f'"""{_DOC}"""\n\n{imports}\n\n'
+        "def install(app: FastAPI) -> None:\n"
+        '    """Add the CORS middleware to ``app``."""\n'
+        "    app.add_middleware(\n"
+        "        CORSMiddleware,\n"
+        f"        {origins.replace(chr(10) + '    ', chr(10) + '        ')},\n"
+        f"        allow_credentials={credentials},\n"
+        '        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],\n'
+        '        allow_headers=["Authorization", "Content-Type"],\n'
+        "    )\n"
+    )
     return FamilyApp(
-        config=config,
-        main_imports=imports,
-        main_setup=setup,
+        files={"app/origins.py": module}, config=config, main_setup=["origins.install(app)"]
     )
 
 
@@ -205,6 +213,7 @@ FAMILY = Family(
     exploits=_exploits,
     app=_app,
     companion=True,
+    every_app=True,
     regressions=_regressions,
     policy=_policy,
     hint_areas={"cors": "calls from browsers"},

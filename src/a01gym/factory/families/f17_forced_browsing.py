@@ -40,7 +40,7 @@ FAMILY = Family(
 GUARDS = ("knob", "inline", "mount")
 """Where the diagnostics page's admin guard is: as the ``indirection`` knob says (a
 dependency, the router's dependencies or a decorator); an explicit role test in the handler;
-or the ``dependencies`` of ``include_router`` in ``main.py``."""
+or the ``dependencies`` of its ``include_router`` in the routers package."""
 
 
 def guard(spec: Any) -> str:
