@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from a01gym.factory import checkforms, testkit
+from a01gym.factory import checkforms, codetext, testkit
 from a01gym.factory.families import vocabulary
 from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R, frontend_origin
@@ -61,7 +61,7 @@ def _origins(mode: str, spec: Any, structure: str) -> str:
     if structure == "literal" and mode == "vuln":
         return f"allow_origin_regex={_WIDE}"
     if mode == "vuln" and spec.seed % 2:  # the list, and a regex for "preview" hosts beside it
-        return f"allow_origins=list(config.FRONTEND_ORIGINS),\n    allow_origin_regex={_WIDE}"
+        return f"allow_origins=list(config.FRONTEND_ORIGINS),\nallow_origin_regex={_WIDE}"
     if mode == "vuln":
         return 'allow_origins=[*config.FRONTEND_ORIGINS, "*"]'
     if mode == "prefix_regex":
@@ -86,17 +86,16 @@ def _app(r: Renderer) -> FamilyApp:
     imports += "from fastapi import FastAPI\nfrom fastapi.middleware.cors import CORSMiddleware\n"
     if "config." in origins:
         imports += "\nfrom app import config\n"
+    arguments = (
+        f"CORSMiddleware,\n{origins},\nallow_credentials={credentials},\n"
+        'allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],\n'
+        'allow_headers=["Authorization", "Content-Type"],\n'
+    )
     module = (
         f'"""{_DOC}"""\n\n{imports}\n\n'
         "def install(app: FastAPI) -> None:\n"
         '    """Add the CORS middleware to ``app``."""\n'
-        "    app.add_middleware(\n"
-        "        CORSMiddleware,\n"
-        f"        {origins.replace(chr(10) + '    ', chr(10) + '        ')},\n"
-        f"        allow_credentials={credentials},\n"
-        '        allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],\n'
-        '        allow_headers=["Authorization", "Content-Type"],\n'
-        "    )\n"
+        f"    app.add_middleware(\n{codetext.indent(arguments, 8)}    )\n"
     )
     return FamilyApp(
         files={"app/origins.py": module}, config=config, main_setup=["origins.install(app)"]
