@@ -268,7 +268,7 @@ async def iter_suite(
         yield await run_test(
             client,
             with_inventory(test, manifest.routes),
-            FixtureValues(seed, fixture.tables),
+            world.fresh(),
             request.actors,
             request_timeout_s=request_timeout_s,
             reseed=True,

@@ -166,6 +166,17 @@ class FixtureValues:
         for name in sorted(_id_names(stored)):
             self.value("id", name)
 
+    def fresh(self) -> FixtureValues:
+        """The same world with no step outputs saved: what each test of a run starts from.
+
+        Its values, the claimed ids among them, are carried over rather than claimed again:
+        claiming a fixture's ids takes ~0.3 ms, a copy ~1 µs, and a run builds one per test.
+        """
+        world = FixtureValues(self.seed)
+        world._cache = dict(self._cache)
+        world._ids_taken = dict(self._ids_taken)
+        return world
+
     def _digest(self, kind: str, name: str, attempt: int = 0) -> bytes:
         return hashlib.sha256(f"{self.seed}\x00{kind}\x00{name}\x00{attempt}".encode()).digest()
 

@@ -140,3 +140,16 @@ def test_canaries_read_like_the_data_they_stand_for():
     for value in (key, hook, *notes):
         assert re.search(CANARY_SHAPES, f"<p>{value}</p>")
         assert "canary" not in value.lower()
+
+
+def test_a_fresh_world_keeps_the_values_and_drops_the_saved_outputs():
+    stored = {"records": [{"id": "{{id:carol_private}}"}]}
+    world = FixtureValues(_COLLIDING_SEED, stored)
+    world.variables["new_id"] = 7
+    fresh = world.fresh()
+    assert fresh.variables == {}
+    assert fresh.render(["{{id:anouk}}", "{{canary:a}}"]) == FixtureValues(
+        _COLLIDING_SEED, stored
+    ).render(["{{id:anouk}}", "{{canary:a}}"])
+    fresh.variables["other"] = 1
+    assert world.variables == {"new_id": 7}
