@@ -259,7 +259,7 @@ class CoreModules(RenderHost):
                 return wrapper
             ''',
             acting=acting,
-            property=_indent("\n" + check.property, 4) if check.property else "",
+            property=_indent("\n\n" + check.property, 4) if check.property else "",
             helper=f"\n\n{check.helper}\n" if check.helper else "",
         )
         if self.extra.security:
