@@ -23,10 +23,9 @@ above chance and near its base says the family's bug sits where the probe looks 
 core module every app has); a rate far above its base (``base_p_value``) says the bug itself
 draws the probe, which is the giveaway the gate is for.
 
-The candidates' own gates (G1-G6) judge one scenario in its sandboxes; a giveaway is a
-property of many scenarios, so :func:`judge` runs once a build's candidates are in the cache,
-over all of it, and takes a failing family's scenarios of this build out.
-"""
+G1-G6 judge a scenario in its sandboxes; a giveaway is a property of many, so :func:`judge`
+runs over the whole cache once a build's candidates are in, and takes out of a failing family
+the scenarios of this build the probe finds."""
 
 from __future__ import annotations
 
@@ -35,6 +34,7 @@ import logging
 import math
 import re
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -136,11 +136,23 @@ class FamilyRates(BaseModel):
     probes: dict[str, ProbeRate]
 
 
+class _Probed(NamedTuple):
+    rows: list[FamilyRates]
+    found: dict[str, dict[str, float]]
+    """Probe -> content hash -> the scenario's expected hit (what the family's ``hits`` add)."""
+    chance: dict[str, float]
+    """Content hash -> the scenario's chance."""
+
+
 def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
     """Each probe's hit rate per family against chance (plus an ``ALL`` row).
 
     The same scenarios give the same report in any order: they are probed sorted by content
     hash (the nearest app is the first of equally near ones)."""
+    return _probe(bundles).rows
+
+
+def _probe(bundles: Sequence[Bundle]) -> _Probed:
     bundles = sorted(bundles, key=lambda b: b.manifest.content_hash)
     raw = [giveaways.python_files(b) for b in bundles]
     population = [{p: giveaways.normalise(t) for p, t in files.items()} for files in raw]
@@ -170,18 +182,20 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
     chance = [len(f & set(r)) / len(r) if r else 0.0 for f, r in zip(fixed, raw, strict=True)]
     labels = [b.hidden.labels["family"] for b in bundles]
     elsewhere = {f: [j for j, g in enumerate(labels) if g != f] for f in set(labels)}
+    found = {
+        name: [
+            expected_hit(g, lambda c, i=i: c.path in fixed[i] or _put_to_use(c, bundles[i]))
+            for i, g in enumerate(guessed)
+        ]
+        for name, guessed in guesses.items()
+    }
     rows = []
     for family in sorted(by_family):
         members = by_family[family]
         expected = sum(chance[i] for i in members) / len(members)
         probes = {}
         for name, guessed in guesses.items():
-            hits = sum(
-                expected_hit(
-                    guessed[i], lambda c, i=i: c.path in fixed[i] or _put_to_use(c, bundles[i])
-                )
-                for i in members
-            )
+            hits = sum(found[name][i] for i in members)
             rate = hits / len(members)
             line_hits = (
                 sum(
@@ -219,7 +233,12 @@ def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
                 line_rate=None if line_hits is None else round(line_hits / len(members), 3),
             )
         rows.append(FamilyRates(family=family, scenarios=len(members), probes=probes))
-    return rows
+    hashes = [b.manifest.content_hash for b in bundles]
+    return _Probed(
+        rows,
+        {name: dict(zip(hashes, hit, strict=True)) for name, hit in found.items()},
+        dict(zip(hashes, chance, strict=True)),
+    )
 
 
 def _changed_lines(bundle: Bundle) -> dict[str, set[int]]:
@@ -302,14 +321,23 @@ def judge(
     cache: ScenarioCache, config: GateConfig, hashes: list[str], provenance: Provenance
 ) -> GiveawayVerdict:
     """Run the giveaway probes over the whole cache (an agent meets every episode of it, and
-    the nearest-app diff compares with all of them) and, in ``reject`` mode, take this
-    build's scenarios (``hashes``) of each failing family out, each recorded as a rejection.
+    the nearest-app diff compares with all of them) and, in ``reject`` mode, take out of each
+    failing family this build's scenarios (``hashes``) the probe finds, each recorded as a
+    rejection: the surest finds first, until the family's rate is no longer far above chance.
+
+    Taking all the family's scenarios of the build out lost it to one probe's luck: seed 62's
+    300 lost its 14 F18 scenarios, ``sibling_asymmetry`` naming the form router in 5.5 (11.8x
+    chance), at a read beside the forms (docs/families.md, "The gate keeps a family"). What
+    stays are scenarios the probe does not find, as datasets filter out what a shortcut
+    baseline solves. Rates are the cache's as probed once; where a family still fails with
+    every find of this build out, the rest of its scenarios of this build go too.
 
     A family is judged once the cache holds ``GATE_MIN_SCENARIOS`` of it (a few
     hundred scenarios over every family), so a small build only reports. Probing costs ~45 ms
     of CPU a scenario, linear in the cache (10.7 CPU-s for 240), besides loading each bundle."""
     entries = cache.entries()
-    rows = report([cache.load(entry.hash) for entry in entries])
+    probed = _probe([cache.load(entry.hash) for entry in entries])
+    rows = probed.rows
     failed = failures(rows, config.giveaway_probes)
     verdict = GiveawayVerdict(
         mode=config.giveaways,
@@ -320,27 +348,39 @@ def judge(
     )
     if config.giveaways != "reject" or not failed:
         return verdict
-    why: dict[str, list[str]] = collections.defaultdict(list)
     by_family = {row.family: row for row in rows}
+    by_hash = {entry.hash: entry for entry in entries}
+    ours = set(hashes)
+    reasons: dict[str, str] = {}
     for family, probe in failed:
         rate = by_family[family].probes[probe]
-        why[family].append(
-            f"{probe} names the fixed file in {rate.hits:g} of {rate.scenarios} "
-            f"({rate.ratio:.1f}x chance {rate.chance:.2f})"
+        why = (
+            f"giveaways: family {family} fails: {probe} names the fixed file in {rate.hits:g} "
+            f"of {rate.scenarios} ({rate.ratio:.1f}x chance {rate.chance:.2f})"
         )
-    ours = set(hashes)
-    for entry in entries:
-        if entry.hash not in ours or entry.family not in why:
-            continue
-        cache.remove(entry.hash)
-        verdict.removed[entry.hash] = entry.family
+        found = probed.found[probe]
+        members = [h for h in by_hash if by_hash[h].family == family and h not in reasons]
+        finds = sorted(
+            (h for h in members if h in ours and found[h] > 0), key=lambda h: (-found[h], h)
+        )
+        while finds and _fails(members, found, probed.chance):
+            digest = finds.pop(0)
+            members.remove(digest)
+            reasons[digest] = f"{why}, and finds this one"
+        if _fails(members, found, probed.chance):
+            for digest in (h for h in members if h in ours):
+                reasons[digest] = f"{why}, still without this build's finds"
+    for digest, reason in sorted(reasons.items()):
+        entry = by_hash[digest]
+        cache.remove(digest)
+        verdict.removed[digest] = entry.family
         cache.reject(
             provenance.rejection(
                 spec_sha256=entry.spec_sha256,
                 family=entry.family,
                 domain=entry.domain,
                 stage="giveaways",
-                reason=f"giveaways: family {entry.family} fails: " + "; ".join(why[entry.family]),
+                reason=reason,
             )
         )
     logger.warning(
@@ -349,3 +389,12 @@ def judge(
         len(verdict.removed),
     )
     return verdict
+
+
+def _fails(members: list[str], found: dict[str, float], chance: dict[str, float]) -> bool:
+    """Whether a probe's finds among ``members`` are far above chance (``ProbeRate.p_value``)."""
+    if not members:
+        return False
+    expected = sum(chance[h] for h in members) / len(members)
+    hits = round(sum(found[h] for h in members), 2)  # rounded as ProbeRate rounds them
+    return round(binomial_tail(hits, len(members), GATE_FACTOR * expected), 5) < GATE_ALPHA
