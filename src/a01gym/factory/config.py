@@ -99,8 +99,9 @@ class GateConfig(_Model):
     giveaways: Literal["off", "report", "reject"] = Field(
         "reject",
         description="The giveaway gate, after the candidates' own gates: the shortcut probes "
-        "run over the whole cache, and a family whose bug one finds far above chance has this "
-        "build's scenarios rejected (report: only listed in the summary).",
+        "run over the whole cache, and a family whose bug one finds far above chance has the "
+        "scenarios of this build that probe finds rejected, until the rest is no longer far "
+        "above it (report: only listed in the summary).",
     )
     giveaway_probes: _Probes = Field(
         default_factory=lambda: [p for p in giveaways.PROBES if p != "largest_file"],

@@ -85,6 +85,11 @@ def binomial_tail(hits: float, trials: int, p: float) -> float:
     return tail(whole) + (hits - whole) * (tail(whole + 1) - tail(whole))
 
 
+def _p_value(hits: float, trials: int, rate: float) -> float:
+    """How often a probe finding the bug ``GATE_FACTOR`` x as often as ``rate`` hits this often."""
+    return round(binomial_tail(hits, trials, GATE_FACTOR * rate), 5)
+
+
 class ProbeRate(BaseModel):
     """One probe over one family's scenarios.
 
@@ -138,10 +143,8 @@ class FamilyRates(BaseModel):
 
 class _Probed(NamedTuple):
     rows: list[FamilyRates]
-    found: dict[str, dict[str, float]]
-    """Probe -> content hash -> the scenario's expected hit (what the family's ``hits`` add)."""
-    chance: dict[str, float]
-    """Content hash -> the scenario's chance."""
+    found: dict[str, dict[str, float]]  # probe -> content hash -> that scenario's expected hit
+    chance: dict[str, float]  # content hash -> that scenario's chance
 
 
 def report(bundles: Sequence[Bundle]) -> list[FamilyRates]:
@@ -225,10 +228,10 @@ def _probe(bundles: Sequence[Bundle]) -> _Probed:
                 rate=round(rate, 3),
                 chance=round(expected, 3),
                 ratio=round(rate / expected, 2) if expected else 0.0,
-                p_value=round(binomial_tail(hits, len(members), GATE_FACTOR * expected), 5),
+                p_value=_p_value(hits, len(members), expected),
                 base=round(base, 3),
                 lift=round(rate / base, 2) if base else None,
-                base_p_value=round(binomial_tail(hits, len(members), GATE_FACTOR * base), 5),
+                base_p_value=_p_value(hits, len(members), base),
                 line_hits=None if line_hits is None else round(line_hits, 2),
                 line_rate=None if line_hits is None else round(line_hits / len(members), 3),
             )
@@ -325,12 +328,10 @@ def judge(
     failing family this build's scenarios (``hashes``) the probe finds, each recorded as a
     rejection: the surest finds first, until the family's rate is no longer far above chance.
 
-    Taking all the family's scenarios of the build out lost it to one probe's luck: seed 62's
-    300 lost its 14 F18 scenarios, ``sibling_asymmetry`` naming the form router in 5.5 (11.8x
-    chance), at a read beside the forms (docs/families.md, "The gate keeps a family"). What
-    stays are scenarios the probe does not find, as datasets filter out what a shortcut
-    baseline solves. Rates are the cache's as probed once; where a family still fails with
-    every find of this build out, the rest of its scenarios of this build go too.
+    Taking all of them out lost seed 62's 300 its 14 F18 scenarios, ``sibling_asymmetry``
+    naming the form router in 5.5 (11.8x chance; docs/families.md, "The gate keeps a family").
+    What stays is what the probe does not find, as datasets filter out what a shortcut solves.
+    Rates are as probed once; a family still failing without this build's finds loses the rest.
 
     A family is judged once the cache holds ``GATE_MIN_SCENARIOS`` of it (a few
     hundred scenarios over every family), so a small build only reports. Probing costs ~45 ms
@@ -396,5 +397,4 @@ def _fails(members: list[str], found: dict[str, float], chance: dict[str, float]
     if not members:
         return False
     expected = sum(chance[h] for h in members) / len(members)
-    hits = round(sum(found[h] for h in members), 2)  # rounded as ProbeRate rounds them
-    return round(binomial_tail(hits, len(members), GATE_FACTOR * expected), 5) < GATE_ALPHA
+    return _p_value(sum(found[h] for h in members), len(members), expected) < GATE_ALPHA
