@@ -301,7 +301,8 @@ def stats(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Structural diversity: distinct file layouts, and per family the distinct shapes of the
-    reference fix (names, strings and numbers abstracted away) and the files it touches."""
+    reference fix (names, strings and numbers abstracted away), the files it touches, and the
+    fewest and most hidden exploits and the fewest guards of a scenario."""
     with _errors():
         store = ScenarioCache(cache)
         bundles = (store.load(entry.hash) for entry in store.entries(split=split))
@@ -312,7 +313,8 @@ def stats(
         styles = ", ".join(f"{n} {style}" for style, n in report.styles.items())
         title = f"{report.scenarios} scenarios ({styles}), {report.file_layouts} file layouts"
         table = Table(title=title)
-        for column in ("family", "scenarios", "fix shapes", "fixed-file sets", "commonest"):
+        columns = ("family", "scenarios", "fix shapes", "fixed-file sets", "commonest")
+        for column in (*columns, "exploits", "guards (fewest)"):
             table.add_column(column)
         for family, row in report.families.items():
             table.add_row(
@@ -321,6 +323,8 @@ def stats(
                 str(row.fix_shapes),
                 str(row.fix_file_sets),
                 ", ".join(row.top_fix_files),
+                f"{row.exploits_min}-{row.exploits_max}",
+                str(row.guards_min),
             )
         _err.print(table)
 

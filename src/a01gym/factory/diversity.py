@@ -11,7 +11,9 @@ shortcut goes, for a set of bundles (a cache, or a build's output):
   y.z(a, x):`` → ``if N is None or not N.N(N, N):``).
 
 Also per family: the distinct sets of files the fix touches (by path), the plainest
-"this file" shortcut. ``a01gym factory stats CACHE`` prints them.
+"this file" shortcut, and how thick the hidden suite is (fewest and most exploits, fewest
+guards): a suite of one or two exploits pays for a fix that blocks only the attack it names
+(issue 28; ``exploits.EXPLOIT_FLOOR``). ``a01gym factory stats CACHE`` prints them.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, Field
 
 from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.httptest import TestKind
 
 __all__ = ["DiversityReport", "file_layout", "fix_shape", "measure"]
 
@@ -89,6 +92,9 @@ class FamilyDiversity(BaseModel):
     fix_file_sets: int = Field(description="Distinct sets of files the reference fix touches.")
     top_fix_files: list[str] = Field(description="The most common set of fixed files.")
     styles: int = Field(1, description="Distinct data-access styles (sqlite3, sqlalchemy).")
+    exploits_min: int = Field(0, description="Fewest hidden exploit tests of a scenario.")
+    exploits_max: int = Field(0, description="Most hidden exploit tests of a scenario.")
+    guards_min: int = Field(0, description="Fewest hidden guard tests of a scenario.")
 
 
 class DiversityReport(BaseModel):
@@ -117,6 +123,7 @@ def measure(bundles: Iterable[Bundle]) -> DiversityReport:
     )
     counts: collections.Counter[str] = collections.Counter()
     styles: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    suites: dict[str, list[collections.Counter[TestKind]]] = collections.defaultdict(list)
     for bundle in bundles:
         family = bundle.hidden.labels.get("family", "?")
         counts[family] += 1
@@ -124,6 +131,7 @@ def measure(bundles: Iterable[Bundle]) -> DiversityReport:
         layouts.add(file_layout(bundle))
         shapes[family].add(fix_shape(bundle))
         file_sets[family][tuple(sorted(bundle.hidden.reference_fix.files))] += 1
+        suites[family].append(collections.Counter(test.kind for test in bundle.hidden.tests))
     families = {
         family: FamilyDiversity(
             scenarios=counts[family],
@@ -131,6 +139,9 @@ def measure(bundles: Iterable[Bundle]) -> DiversityReport:
             fix_file_sets=len(file_sets[family]),
             top_fix_files=list(min(file_sets[family].items(), key=_commonest)[0]),
             styles=len(styles[family]),
+            exploits_min=min(suite[TestKind.EXPLOIT] for suite in suites[family]),
+            exploits_max=max(suite[TestKind.EXPLOIT] for suite in suites[family]),
+            guards_min=min(suite[TestKind.GUARD] for suite in suites[family]),
         )
         for family in sorted(counts)
     }

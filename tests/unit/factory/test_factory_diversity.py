@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from a01gym.cli.factory import app
 from a01gym.factory import author, compiler, config, diversity, domains
 from a01gym.scenario.bundle import Bundle
+from a01gym.scenario.httptest import TestKind
 from a01gym.scenario.manifest import Patch
 
 
@@ -59,6 +60,10 @@ def test_measure_counts_per_family() -> None:
         assert row.fix_shapes == len({diversity.fix_shape(b) for b in mine})
         assert 1 <= row.fix_file_sets <= row.scenarios
         assert set(row.top_fix_files) <= set().union(*(b.workspace for b in mine))
+        exploits = [sum(t.kind is TestKind.EXPLOIT for t in b.hidden.tests) for b in mine]
+        assert (row.exploits_min, row.exploits_max) == (min(exploits), max(exploits))
+        guards = [sum(t.kind is TestKind.GUARD for t in b.hidden.tests) for b in mine]
+        assert row.guards_min == min(guards) > 0
     assert report.fix_shapes_min == min(f.fix_shapes for f in report.families.values())
     drawn = [b.hidden.labels["data_access"] for b in bundles]
     assert report.styles == {s: drawn.count(s) for s in ("sqlalchemy", "sqlite3")}

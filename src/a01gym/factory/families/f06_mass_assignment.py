@@ -73,12 +73,27 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
 
 
 def _extra_exploits(a: Attack) -> list[HttpTest]:
-    """Each privileged field of a new record set alone: stripping one of them fixes nothing."""
-    if a.site != "record.create":
-        return []
+    """Each privileged field set alone: of a new record, its owner and tenant; of the
+    caller's own profile, the tenant beside the role (stripping one of them fixes nothing)."""
     c = a.cast
     home = next(f"tenant_{actor.tenant}" for actor in c.spec.actors if actor.name == a.attacker)
     away = "tenant_b" if home == "tenant_a" else "tenant_a"
+    if a.site == "profile.update":
+        return [
+            testkit.write_test(
+                f"{a.id}.tenant",
+                a.kind,
+                a.attacker,
+                "PATCH",
+                "/users/me",
+                "SELECT tenant_id FROM users WHERE id = ?",
+                [testkit.id_of(a.attacker)],
+                body={"display_name": "Moved", "tenant_id": testkit.id_of(away)},
+                description=f"{a.attacker} moves their account into the other tenant",
+            )
+        ]
+    if a.site != "record.create":
+        return []
     count = f"SELECT COUNT(*) FROM {c.table} WHERE owner_id = ? AND tenant_id = ?"
     tests = []
     for field, owner, tenant in (("owner", a.victim, home), ("tenant", a.attacker, away)):

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
 from a01gym.factory.families import vocabulary
 from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R, own_account
 from a01gym.scenario.httptest import BodyContains, HttpTest, JsonEquals, StatusIn, Step
+
+if TYPE_CHECKING:
+    from a01gym.factory.sites import Attack
 
 __all__ = ["FAMILY", "STYLES", "view"]
 
@@ -47,6 +50,23 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
     ]
 
 
+def _extra_exploits(a: Attack) -> list[HttpTest]:
+    """The team listing also shows the tenant's administrator's private fields: a fix that
+    hides only the fields of users like the caller misses them."""
+    if a.site != "team.list" or a.victim != a.cast.victim:
+        return []
+    return [
+        testkit.read_test(
+            f"{a.id}.admin",
+            a.kind,
+            a.attacker,
+            "/team",
+            f"{a.cast.admin}_key",
+            description=f"{a.attacker}'s team listing exposes the administrator's private fields",
+        )
+    ]
+
+
 FAMILY = Family(
     id="F09",
     title="Over-broad response model (excessive data exposure)",
@@ -54,6 +74,7 @@ FAMILY = Family(
     sites=("profile.view", "team.list"),
     traps=(vocabulary.OVER_FILTER, vocabulary.STATUS_ONLY, vocabulary.DELETE_ROUTE),
     regressions=_regressions,
+    extra_exploits=_extra_exploits,
 )
 
 

@@ -291,8 +291,25 @@ def _exploits(
     record = f"/api/v2{cast.url}/{testkit.id_of(victim + '_private')}"
     me, key, row = "/api/v2/me", f"{victim}_key", f"{victim}_private"
     if site == "jwt.expiry":
-        why = f"an expired token of {victim}'s still opens their account"
-        return [_token_read(f"{tag}.{site}", e, f"{{{{jwt:{victim}.expired}}}}", me, key, why)]
+        expired = f"{{{{jwt:{victim}.expired}}}}"
+        return [
+            _token_read(
+                f"{tag}.{site}",
+                e,
+                expired,
+                me,
+                key,
+                f"an expired token of {victim}'s still opens their account",
+            ),
+            _token_read(
+                f"{tag}.{site}.record",
+                e,
+                expired,
+                record,
+                row,
+                f"an expired token of {victim}'s still reads their record",
+            ),
+        ]
     whose, other = f"a token for {victim}", "signed with another key"
     attacks = (
         ("forged", me, key, f"{whose} {other} opens their account"),

@@ -5,7 +5,7 @@ The app gets a ``share_links`` table and ``app/routers/sharing.py``: the owner c
 with ``POST /<records>/{id}/share`` and anyone holding it opens ``GET /shared/{id}?token=``.
 Sites: ``share.create`` (the token is built from the owner and record ids instead of
 ``secrets``) and ``share.open`` (any live token opens any record). Exploits: a guessed token
-opens the victim's freshly shared record; the attacker's own link, the victim's link to their
+opens the victim's freshly shared record (and their other one); the attacker's own link, the victim's link to their
 other record, and an administrator's link to another tenant's record each open the victim's
 record (the last two defeat a fix that asks whether the link's creator may edit the record).
 """
@@ -223,16 +223,18 @@ def _exploits(
     row = f"{victim}_private"
     e = TestKind.EXPLOIT
     if site == "share.create":
-        guessed = f"{testkit.id_of(victim)}-{testkit.id_of(row)}"
+        rows = [row, *([cast.team_row(victim)] if victim == cast.victim else [])]
         return [
             _open(
-                f"{tag}.{site}.{attacker}",
+                f"{tag}.{site}.{attacker}" + ("" if shared == row else ".other"),
                 e,
-                row,
-                guessed,
-                f"{attacker} guesses the link {victim} just made",
-                [_share(cast, victim, row, False)],
-            ),
+                shared,
+                f"{testkit.id_of(victim)}-{testkit.id_of(shared)}",
+                f"{attacker} guesses the link {victim} just made"
+                + ("" if shared == row else " for their other record"),
+                [_share(cast, victim, shared, False)],
+            )
+            for shared in rows
         ]
     own = _open(
         f"{tag}.{site}.{attacker}",

@@ -189,30 +189,35 @@ def _app(r: Renderer) -> FamilyApp:
     return FamilyApp(files=files, routers=["feed"])
 
 
+_MADE_UP = {"Authorization": "Bearer expired-or-made-up-token"}
+"""A bearer token no account holds: the optional dependency reads it as no caller at all."""
+
+
 def _exploits(
     cast: testkit.Cast, site: str, attacker: str, victim: str, tag: str
 ) -> list[HttpTest]:
+    """An anonymous visitor reads the victim's records, and (the first pair's attack) so does
+    a caller whose token is not valid: a fix that refuses only a request without a token
+    misses it."""
     if site == "optional.feed":
-        return [
-            testkit.read_test(
-                f"{tag}.{site}",
-                TestKind.EXPLOIT,
-                "anonymous",
-                "/feed",
-                f"{victim}_private",
-                query={"owner_id": testkit.id_of(victim)},
-                description=f"an anonymous visitor reads {victim}'s records from the feed",
-            ),
-        ]
+        path, query, where = "/feed", {"owner_id": testkit.id_of(victim)}, "from the feed"
+    else:
+        path, query, where = f"/activity/{testkit.id_of(victim)}", {}, "from their activity page"
+    callers = [("", {}, "an anonymous visitor")]
+    if victim == cast.victim:
+        callers.append((".bad_token", _MADE_UP, "a caller with a made-up token"))
     return [
         testkit.read_test(
-            f"{tag}.{site}",
+            f"{tag}.{site}{suffix}",
             TestKind.EXPLOIT,
             "anonymous",
-            f"/activity/{testkit.id_of(victim)}",
+            path,
             f"{victim}_private",
-            description=f"an anonymous visitor opens {victim}'s activity page",
-        ),
+            query=query,
+            headers=headers,
+            description=f"{who} reads {victim}'s records {where}",
+        )
+        for suffix, headers, who in callers
     ]
 
 

@@ -8,7 +8,11 @@ only. Sites: ``roles.grant`` (the requested role is not checked, so a manager ma
 administrator) and ``roles.tenant`` (the target's tenant is not checked). The exploit of the
 first site is an escalation: the manager's role changes *and* an administrators-only call then
 succeeds; a second one grants ``support``, which the ``all_but_admin`` trap (refuse only
-``admin``) lets through. Needs a manager actor, which the family asks the author for.
+``admin``) lets through, and a third makes another member administrator (not the member the
+agent's reproduction names). The second site's exploits change the role of the tenant-a user
+and of the administrator the reproduction does not name: two, the most this world has beside
+it (below ``exploits.EXPLOIT_FLOOR``). Needs a manager actor, which the family asks the author
+for.
 """
 
 from __future__ import annotations
@@ -214,10 +218,23 @@ def _exploits(
                 steps=[_set_role(manager, cast.outsider, "support")],
                 db_checks=[_role_check(cast.outsider)],
             ),
+            HttpTest(
+                id=f"{tag}.{site}.teammate",
+                kind=TestKind.EXPLOIT,
+                description="a manager makes another member of their tenant administrator",
+                steps=[_set_role(manager, cast.outsider, "admin")],
+                db_checks=[_role_check(cast.outsider)],
+            ),
         ]
     # the target must be in the other tenant than the manager's (tenant b): the agent's
-    # reproduction uses the second tenant-a user, the hidden exploit the first
-    target = cast.peer if tag.startswith("visible") else cast.victim
+    # reproduction uses the second tenant-a user, the hidden exploits the first and the
+    # administrator, the only other tenant-a accounts (so the floor's pairs add nothing here)
+    if tag.startswith("visible"):
+        targets = [cast.peer]
+    elif victim == cast.victim:
+        targets = [victim, cast.admin]
+    else:
+        return []
     return [
         HttpTest(
             id=f"{tag}.{site}.{target}",
@@ -226,6 +243,7 @@ def _exploits(
             steps=[_set_role(manager, target, "manager")],
             db_checks=[_role_check(target)],
         )
+        for target in targets
     ]
 
 

@@ -172,7 +172,7 @@ def _download(a: Attack) -> list[HttpTest]:
 
 
 def _settings_update(a: Attack) -> list[HttpTest]:
-    tenant = "tenant_a" if a.victim == a.cast.victim else "tenant_b"
+    tenant = "tenant_b" if a.attacker in (a.cast.outsider, a.cast.outsider2) else "tenant_a"
     return [
         testkit.write_test(
             a.id,
