@@ -317,15 +317,10 @@ def stats(
         for column in (*columns, "exploits", "guards (fewest)"):
             table.add_column(column)
         for family, row in report.families.items():
-            table.add_row(
-                family,
-                str(row.scenarios),
-                str(row.fix_shapes),
-                str(row.fix_file_sets),
-                ", ".join(row.top_fix_files),
-                f"{row.exploits_min}-{row.exploits_max}",
-                str(row.guards_min),
-            )
+            cells = (row.scenarios, row.fix_shapes, row.fix_file_sets)
+            exploits = f"{row.exploits_min}-{row.exploits_max}"
+            fixed = ", ".join(row.top_fix_files)
+            table.add_row(family, *map(str, cells), fixed, exploits, str(row.guards_min))
         _err.print(table)
 
 
