@@ -67,6 +67,30 @@ def test_role_escalation_scenarios_always_have_a_manager(spec_for: Any) -> None:
         ScenarioSpec.model_validate(data)
 
 
+def test_a_managers_role_change_shows_only_what_the_policy_lets_a_manager_see(
+    spec_for: Any,
+) -> None:
+    """The role change answered with the member's e-mail and API key, which the policy shows
+    to the account holder and administrators only; the manager's regression now fails if an
+    API key comes back, and the policy says a manager sees their tenant's roles (the member
+    listing shows them)."""
+    spec = spec_for("F20")
+    bundle = compiler.compile_bundle(spec)
+    router = bundle.workspace["app/routers/members.py"].decode()
+    assert '@router.put("/members/{user_id}/role", response_model=models.UserPublic)' in router
+    tests = {t.id: t for t in bundle.hidden.tests}
+    lacks = [
+        e
+        for e in tests["regression.manager_promotes"].steps[0].expect
+        if type(e).__name__ == "BodyLacks"
+    ]
+    assert [e.value for e in lacks] == ["{{canary:" + spec.actor("user", "b", 1).name + "_key}}"]
+    assert not any(
+        type(e).__name__ == "BodyLacks" for e in tests["regression.admin_grants"].steps[0].expect
+    )
+    assert "a manager sees the roles of the users in" in bundle.manifest.policy
+
+
 def test_require_login_trap_makes_every_optional_route_require_a_caller(spec_for: Any) -> None:
     spec = next(
         s for s in (spec_for("F19", i) for i in range(64)) if s.bug.sites == ["optional.activity"]

@@ -12,7 +12,9 @@ succeeds; a second one grants ``support``, which the ``all_but_admin`` trap (ref
 agent's reproduction names). The second site's exploits change the role of the tenant-a user
 and of the administrator the reproduction does not name: two, the most this world has beside
 it (below ``exploits.EXPLOIT_FLOOR``). Needs a manager actor, which the family asks the author
-for.
+for. A role change answers with the member's public fields (the policy shows private ones to the
+account holder and administrators only; a manager sees roles, and the policy line says so), and
+the manager's regression checks that no API key comes back.
 """
 
 from __future__ import annotations
@@ -23,7 +25,15 @@ from a01gym.factory import checkforms, testkit
 from a01gym.factory.families import vocabulary
 from a01gym.factory.families.base import Family, FamilyApp
 from a01gym.factory.families.shared import R
-from a01gym.scenario.httptest import BodyContains, DbCheck, HttpTest, StatusIn, Step, TestKind
+from a01gym.scenario.httptest import (
+    BodyContains,
+    BodyLacks,
+    DbCheck,
+    HttpTest,
+    StatusIn,
+    Step,
+    TestKind,
+)
 
 if TYPE_CHECKING:
     from a01gym.factory.renderhost import Renderer
@@ -106,7 +116,7 @@ def _app(r: Renderer) -> FamilyApp:
             )
         handler = r.t(
             '''
-            @router.put("/members/{user_id}/role", response_model=models.UserPrivate)
+            @router.put("/members/{user_id}/role", response_model=models.UserPublic)
             def set_member_role(
                 user_id: int,
                 body: models.RoleChange,
@@ -247,13 +257,21 @@ def _exploits(
     ]
 
 
-def _granted(test_id: str, actor: str, target: str, role: str, why: str) -> HttpTest:
+def _granted(
+    test_id: str, actor: str, target: str, role: str, why: str, *, admin: bool = False
+) -> HttpTest:
+    """``actor`` sets ``target``'s role; unless ``actor`` is an administrator, the answer
+    shows none of the target's private fields (the policy shows them to the account holder
+    and administrators only)."""
+    expect: list[Any] = [StatusIn(statuses=[200])]
+    if not admin:
+        expect.append(BodyLacks(value=testkit.canary(f"{target}_key")))
     step = _set_role(actor, target, role)
     return HttpTest(
         id=test_id,
         kind=R,
         description=why,
-        steps=[step.model_copy(update={"expect": [StatusIn(statuses=[200])]})],
+        steps=[step.model_copy(update={"expect": expect})],
         db_checks=[_role_check(target)],
     )
 
@@ -266,7 +284,8 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
             manager,
             cast.outsider2,
             "manager",
-            "a manager promotes a member of their team",
+            "a manager promotes a member of their team, and sees none of their private fields",
+            admin=manager == cast.admin,
         ),
         _granted(
             "regression.admin_grants",
@@ -274,14 +293,15 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
             cast.peer,
             "support",
             "an administrator grants any role",
+            admin=True,
         ),
     ]
 
 
 def _policy(spec: Any) -> list[str]:
     return [
-        f"Team roles: administrators set any role; a manager "
-        f"sets the role of users in their own {spec.domain.tenant_noun} to user or manager."
+        f"Team roles: administrators set any role; a manager sees the roles of the users in "
+        f"their own {spec.domain.tenant_noun} and sets them to user or manager."
     ]
 
 
