@@ -190,21 +190,25 @@ def _role_check(target: str) -> DbCheck:
     )
 
 
+def _changed(test_id: str, manager: str, target: str, role: str, why: str) -> HttpTest:
+    """An exploit: ``manager`` sets ``target``'s role to ``role`` and it changes."""
+    return HttpTest(
+        id=test_id,
+        kind=TestKind.EXPLOIT,
+        description=why,
+        steps=[_set_role(manager, target, role)],
+        db_checks=[_role_check(target)],
+    )
+
+
 def _exploits(
     cast: testkit.Cast, site: str, attacker: str, victim: str, tag: str
 ) -> list[HttpTest]:
     manager = cast.manager or attacker
     if site == "roles.grant" and tag.startswith("visible"):
         # the agent's reproduction: the manager grants administrator to a teammate
-        return [
-            HttpTest(
-                id=f"{tag}.{site}",
-                kind=TestKind.EXPLOIT,
-                description="a manager grants the administrator role to a teammate",
-                steps=[_set_role(manager, cast.outsider2, "admin")],
-                db_checks=[_role_check(cast.outsider2)],
-            )
-        ]
+        why = "a manager grants the administrator role to a teammate"
+        return [_changed(f"{tag}.{site}", manager, cast.outsider2, "admin", why)]
     if site == "roles.grant":
         return [
             HttpTest(
@@ -221,19 +225,19 @@ def _exploits(
                 ],
                 db_checks=[_role_check(manager)],
             ),
-            HttpTest(
-                id=f"{tag}.{site}.support",
-                kind=TestKind.EXPLOIT,
-                description="a manager grants the support role (not user or manager)",
-                steps=[_set_role(manager, cast.outsider, "support")],
-                db_checks=[_role_check(cast.outsider)],
+            _changed(
+                f"{tag}.{site}.support",
+                manager,
+                cast.outsider,
+                "support",
+                "a manager grants the support role (not user or manager)",
             ),
-            HttpTest(
-                id=f"{tag}.{site}.teammate",
-                kind=TestKind.EXPLOIT,
-                description="a manager makes another member of their tenant administrator",
-                steps=[_set_role(manager, cast.outsider, "admin")],
-                db_checks=[_role_check(cast.outsider)],
+            _changed(
+                f"{tag}.{site}.teammate",
+                manager,
+                cast.outsider,
+                "admin",
+                "a manager makes another member of their tenant administrator",
             ),
         ]
     # the target must be in the other tenant than the manager's (tenant b): the agent's
@@ -245,14 +249,9 @@ def _exploits(
         targets = [victim, cast.admin]
     else:
         return []
+    why = "a manager changes the role of {} in another tenant"
     return [
-        HttpTest(
-            id=f"{tag}.{site}.{target}",
-            kind=TestKind.EXPLOIT,
-            description=f"a manager changes the role of {target} in another tenant",
-            steps=[_set_role(manager, target, "manager")],
-            db_checks=[_role_check(target)],
-        )
+        _changed(f"{tag}.{site}.{target}", manager, target, "manager", why.format(target))
         for target in targets
     ]
 
