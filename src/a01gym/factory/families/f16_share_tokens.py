@@ -5,9 +5,10 @@ The app gets a ``share_links`` table and ``app/routers/sharing.py``: the owner c
 with ``POST /<records>/{id}/share`` and anyone holding it opens ``GET /shared/{id}?token=``.
 Sites: ``share.create`` (the token is built from the owner and record ids instead of
 ``secrets``) and ``share.open`` (any live token opens any record). Exploits: a guessed token
-opens the victim's freshly shared record (and their other one); the attacker's own link, the victim's link to their
-other record, and an administrator's link to another tenant's record each open the victim's
-record (the last two defeat a fix that asks whether the link's creator may edit the record).
+opens the victim's freshly shared record (and their other one); the attacker's own link, the
+victim's link to their other record, and an administrator's link to another tenant's record
+each open the victim's record (the last two defeat a fix that asks whether the link's creator
+may edit the record).
 """
 
 from __future__ import annotations
