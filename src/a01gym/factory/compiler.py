@@ -172,7 +172,7 @@ def policy_lines(spec: ScenarioSpec) -> list[str]:
         lines.append(f"{what[(rule.resource, rule.action)]}: {who}.")
     lines.append(
         "Private account fields (e-mail, role, API key) are shown only to the account "
-        "holder and administrators."
+        "holder and administrators, and an account's profile shows them to both."
     )
     lines.append("The health check and the administrator guide are public.")
     if "public_stats" in spec.decoys:  # the app serves the count: a rule the app keeps

@@ -130,10 +130,10 @@ class UserRoutes(RenderHost):
 
     def _profiles(self) -> list[str]:
         out: list[str] = []
-        profile_model, profile_value = view(
+        profile_model, profile_answer, profile_returns = view(
             self.spec, self.v.mode("profile.view"), False, "profile"
         )
-        team_model, team_value = view(
+        team_model, team_answer, team_returns = view(
             self.spec,
             self.v.mode("team.list"),
             True,
@@ -149,14 +149,15 @@ class UserRoutes(RenderHost):
                         user_id: int,
                         user: CurrentUser = Depends(security.current_user),
                         connection: sqlite3.Connection = Depends(db.get_db),
-                    ) -> dict[str, Any]:
+                    ) -> $returns:
                         profile = repository.UserRepository(connection).get(user_id)
                         if profile is None:
                             raise HTTPException(status.HTTP_404_NOT_FOUND, "user not found")
-                        return $value
+                        $answer
                     """,
                     model=profile_model,
-                    value=profile_value,
+                    answer=profile_answer,
+                    returns=profile_returns,
                 )
             )
         if "team.list" not in self.v.removed:
@@ -168,12 +169,13 @@ class UserRoutes(RenderHost):
                     def read_team(
                         user: CurrentUser = Depends(security.current_user),
                         connection: sqlite3.Connection = Depends(db.get_db),
-                    ) -> list[dict[str, Any]]:
+                    ) -> $returns:
                         """Everyone in the caller's $tenant_noun."""
-                        return $value
+                        $answer
                     ''',
                     model=team_model,
-                    value=team_value,
+                    answer=team_answer,
+                    returns=team_returns,
                 )
             )
         return out

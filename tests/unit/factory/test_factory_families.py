@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import a01gym.factory
-from a01gym.factory import compiler, families, mutator
+from a01gym.factory import compiler, families, mutator, testkit
 from a01gym.factory.families import base
 from a01gym.factory.spec import ScenarioSpec
 
@@ -89,6 +89,37 @@ def test_a_managers_role_change_shows_only_what_the_policy_lets_a_manager_see(
         type(e).__name__ == "BodyLacks" for e in tests["regression.admin_grants"].steps[0].expect
     )
     assert "a manager sees the roles of the users in" in bundle.manifest.policy
+
+
+def test_a_profile_shows_its_private_fields_to_the_holder_and_administrators(
+    spec_for: Any,
+) -> None:
+    """The secure profile view returned the public fields to every caller, so "every profile
+    public" was the reference fix and passed. It now answers by caller in every app, F09's
+    hidden suite has the holder's and an administrator's private view, and the old reference
+    is an F09 trap (G6 proves those regressions fail it, in real sandboxes)."""
+    by_caller = "if user.id == user_id or user.is_admin:"
+    spec = next(s for s in (spec_for("F09", i) for i in range(64)) if "profile.view" in s.bug.sites)
+    bundle = compiler.compile_bundle(spec)
+    fixed = "".join(bundle.hidden.reference_fix.files.values())
+    vulnerable = "".join(v.decode() for k, v in bundle.workspace.items() if k.endswith(".py"))
+    assert by_caller in fixed and by_caller not in vulnerable
+    trap = "".join(mutator.mutate(spec).traps["public_to_all"].files.values())
+    assert by_caller not in trap and "models.UserPublic" in trap
+    tests = {t.id: t for t in bundle.hidden.tests}
+    victim = testkit.Cast(spec).victim
+    for test_id, actor in (
+        ("regression.profile_holder", victim),
+        ("regression.profile_admin", testkit.Cast(spec).admin),
+    ):
+        step = tests[test_id].steps[0]
+        assert (step.actor, step.path) == (actor, f"/users/{testkit.id_of(victim)}")
+        assert [e.value for e in step.expect if type(e).__name__ == "BodyContains"] == [
+            testkit.canary(f"{victim}_key")
+        ]
+    assert "an account's profile shows them to both" in bundle.manifest.policy
+    other = compiler.compile_bundle(spec_for("F01"))
+    assert by_caller in "".join(v.decode() for k, v in other.workspace.items() if k.endswith(".py"))
 
 
 def test_require_login_trap_makes_every_optional_route_require_a_caller(spec_for: Any) -> None:

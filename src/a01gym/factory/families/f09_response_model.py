@@ -17,9 +17,28 @@ __all__ = ["FAMILY", "STYLES", "view"]
 
 
 def _regressions(cast: testkit.Cast) -> list[HttpTest]:
-    v, p = cast.victim, cast.peer
+    """The legitimate views: the holder's and an administrator's private view of a profile
+    (a fix that makes every profile public fails them), another user's public view, and the
+    team listing."""
+    v, p, adm = cast.victim, cast.peer, cast.admin
     return [
         *own_account(cast),
+        testkit.read_test(
+            "regression.profile_holder",
+            R,
+            v,
+            f"/users/{testkit.id_of(v)}",
+            f"{v}_key",
+            description="the account holder sees their own profile's private fields",
+        ),
+        testkit.read_test(
+            "regression.profile_admin",
+            R,
+            adm,
+            f"/users/{testkit.id_of(v)}",
+            f"{v}_key",
+            description="an administrator sees a profile's private fields",
+        ),
         HttpTest(
             id="regression.profile_public",
             kind=R,
@@ -67,43 +86,79 @@ def _extra_exploits(a: Attack) -> list[HttpTest]:
     ]
 
 
+PUBLIC_TO_ALL = vocabulary.Trap(
+    name="public_to_all",
+    doc="every profile shown public, to its holder and administrators too",
+    breaks_legitimate_use=True,
+)
+"""The fix the policy's line on private fields does not allow: a profile shows its private
+fields to the account holder and administrators (until 2026-12-07 this was the reference, and
+"every profile public" passed every hidden test)."""
+
+
 FAMILY = Family(
     id="F09",
     title="Over-broad response model (excessive data exposure)",
     cwes=("CWE-200", "CWE-201", "CWE-359"),
     sites=("profile.view", "team.list"),
-    traps=(vocabulary.OVER_FILTER, vocabulary.STATUS_ONLY, vocabulary.DELETE_ROUTE),
+    traps=(vocabulary.OVER_FILTER, vocabulary.STATUS_ONLY, vocabulary.DELETE_ROUTE, PUBLIC_TO_ALL),
+    trap_sites={PUBLIC_TO_ALL.name: "profile.view"},
     regressions=_regressions,
     extra_exploits=_extra_exploits,
 )
 
 
-# -- how an app keeps private fields out of a profile view (drawn per scenario) ------------
+# -- how an app keeps private fields out of a view (drawn per scenario) --------------------
 STYLES = ("response_model", "projection", "include")
-"""``response_model``: the route declares ``UserPublic``; ``projection``: the handler returns
-``UserPublic.model_validate(...).model_dump()`` and the route declares no model;
-``include``: the route keeps ``UserPrivate`` but lists the public fields in
-``response_model_include``. The vulnerable route returns the private model."""
+"""How the secure view shows a caller the public fields only. ``response_model``: the team
+route declares ``list[UserPublic]``, the profile returns a ``UserPublic``; ``projection``:
+``UserPublic.model_validate(...).model_dump()``; ``include``: the team route keeps
+``list[UserPrivate]`` and lists the public fields in ``response_model_include``, the profile
+dumps a ``UserPrivate`` with ``include``. The vulnerable view returns the private model to
+every caller."""
 
 _PUBLIC = '{"id", "username", "display_name"}'
 
 
-def view(spec: Any, mode: str, many: bool, value: str) -> tuple[str, str]:
-    """The route decorator's model arguments and the handler's return expression for a view
-    of users that returns ``value`` (a list of rows when ``many``)."""
+def view(spec: Any, mode: str, many: bool, value: str) -> tuple[str, str, str]:
+    """The route decorator's model arguments, the handler's closing statements and its return
+    annotation for the team's view of users (a list of rows, ``many``) or a profile ``value``.
+
+    A secure profile answers by caller: the holder and administrators see the private fields,
+    anyone else the public ones (its statements test the handler's ``user`` and ``user_id``;
+    a statement's continuation lines are indented for a top-level handler's body).
+    """
     style = checkforms.draw(spec, "profile.view", STYLES)
     private = "list[models.UserPrivate]" if many else "models.UserPrivate"
     public = "list[models.UserPublic]" if many else "models.UserPublic"
+    rows = "list[dict[str, Any]]" if many else "dict[str, Any]"
     if mode in ("vuln", "status_only"):
         extra = ", response_model_exclude_none=True" if mode == "status_only" else ""
-        return f"response_model={private}{extra}", value
-    if style == "include" and mode == "secure":
-        include = f'{{"__all__": {_PUBLIC}}}' if many else _PUBLIC
-        return f"response_model={private}, response_model_include={include}", value
-    if style == "projection" and mode == "secure":
-        if many:
+        return f"response_model={private}{extra}", f"return {value}", rows
+    if many:
+        if style == "include" and mode == "secure":
+            include = f'{{"__all__": {_PUBLIC}}}'
+            return (
+                f"response_model={private}, response_model_include={include}",
+                f"return {value}",
+                rows,
+            )
+        if style == "projection" and mode == "secure":
             projected = f"[models.UserPublic.model_validate(row).model_dump() for row in {value}]"
-        else:
-            projected = f"models.UserPublic.model_validate({value}).model_dump()"
-        return "response_model=None", projected
-    return f"response_model={public}", value
+            return "response_model=None", f"return {projected}", rows
+        return f"response_model={public}", f"return {value}", rows
+    if mode != "secure":
+        return f"response_model={public}", f"return {value}", rows
+    shown = {
+        "response_model": f"models.UserPublic.model_validate({value})",
+        "projection": f"models.UserPublic.model_validate({value}).model_dump()",
+        "include": f"models.UserPrivate.model_validate({value}).model_dump(include={_PUBLIC})",
+    }[style]
+    full = f"models.UserPrivate.model_validate({value})"
+    if style != "response_model":
+        full += ".model_dump()"
+    return (
+        "response_model=None",
+        f"if user.id == user_id or user.is_admin:\n        return {full}\n    return {shown}",
+        "models.UserPrivate | models.UserPublic" if style == "response_model" else rows,
+    )
