@@ -20,7 +20,18 @@ from typing import Annotated
 import typer
 
 from a01gym import __version__
-from a01gym.cli import analyze, demo, factory, operator, play, report, sandbox, serve, train
+from a01gym.cli import (
+    analyze,
+    clauses,
+    demo,
+    factory,
+    operator,
+    play,
+    report,
+    sandbox,
+    serve,
+    train,
+)
 from a01gym.cli import eval as eval_cli
 from a01gym.cli import trajectories as trajectories_cli
 from a01gym.cli.logs import LogFormat, configure_logging
@@ -36,6 +47,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(factory.app, name="factory")
+factory.app.command("clauses")(clauses.clauses_command)
 app.add_typer(operator.app, name="operator")
 app.add_typer(sandbox.app, name="sandbox")
 app.command("serve")(serve.serve)

@@ -33,7 +33,15 @@ from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.bundle import Bundle, canonical_json
 from a01gym.scenario.manifest import Actor, Budget, HiddenPart, Manifest, Patch
 
-__all__ = ["LEAK_WORDS", "compile_bundle", "lint_workspace", "spec_digest", "task_text"]
+__all__ = [
+    "LEAK_WORDS",
+    "compile_bundle",
+    "lint_workspace",
+    "policy_clauses",
+    "policy_lines",
+    "spec_digest",
+    "task_text",
+]
 
 LEAK_WORDS = re.compile(
     r"vulnerab|exploit|\bidor\b|cwe-|owasp|mass.assign|travers|\bbug\b|\btrap|canary|hidden|"
@@ -122,7 +130,18 @@ def task_text(spec: ScenarioSpec, policy_lines: list[str]) -> str:
 
 
 def policy_lines(spec: ScenarioSpec) -> list[str]:
-    """Every rule the app keeps, in words, in an order drawn from the spec's seed.
+    """Every rule the app keeps, in words, in an order drawn from the spec's seed (the lines
+    of :func:`policy_clauses`)."""
+    return [line for _, line in policy_clauses(spec)]
+
+
+def policy_clauses(spec: ScenarioSpec) -> list[tuple[str, str]]:
+    """Every rule the app keeps as ``(key, line)``, in an order drawn from the spec's seed.
+
+    The key names the clause for the hidden tests' report (:mod:`a01gym.factory.clauses`),
+    never for the agent: ``resource.action`` for the spec's rules (``record.read``,
+    ``admin.manage``), ``fields.private``, ``pages.public`` and ``stats.public`` for the
+    skeleton's fixed lines, and the family's id for its own lines.
 
     The lines are the spec's rules, the skeleton's fixed ones (private fields, public pages,
     a public count when the app serves one) and the family's and each companion's words for
@@ -166,24 +185,27 @@ def policy_lines(spec: ScenarioSpec) -> list[str]:
         ): f"Read the {tenant} settings of one's own {tenant}",
         ("settings", "update"): f"Change the {tenant} settings",
     }
-    lines = []
+    clauses = []
     for rule in spec.policy:
         who = ", ".join(words[p] for p in rule.allow)
-        lines.append(f"{what[(rule.resource, rule.action)]}: {who}.")
-    lines.append(
-        "Private account fields (e-mail, role, API key) are shown only to the account "
-        "holder and administrators, and an account's profile shows them to both."
+        line = f"{what[(rule.resource, rule.action)]}: {who}."
+        clauses.append((f"{rule.resource}.{rule.action}", line))
+    clauses.append(
+        (
+            "fields.private",
+            "Private account fields (e-mail, role, API key) are shown only to the account "
+            "holder and administrators, and an account's profile shows them to both.",
+        )
     )
-    lines.append("The health check and the administrator guide are public.")
+    clauses.append(("pages.public", "The health check and the administrator guide are public."))
     if "public_stats" in spec.decoys:  # the app serves the count: a rule the app keeps
-        lines.append(f"The number of {spec.domain.entity.label} records is public (no content).")
+        count = f"The number of {spec.domain.entity.label} records is public (no content)."
+        clauses.append(("stats.public", count))
     for family_id in spec.families:
         extra = families.family(family_id).policy
-        lines += extra(spec) if extra is not None else []
+        clauses += [(family_id, line) for line in (extra(spec) if extra is not None else [])]
     # An order drawn per scenario: the family's own rule is not always the last line.
-    return sorted(
-        lines, key=lambda line: hashlib.sha256(f"{spec.seed}\x00{line}".encode()).digest()
-    )
+    return sorted(clauses, key=lambda c: hashlib.sha256(f"{spec.seed}\x00{c[1]}".encode()).digest())
 
 
 def lint_workspace(files: dict[str, str]) -> None:

@@ -168,6 +168,10 @@ class Family:
         default=None, compare=False, repr=False
     )
     """Extra policy sentences (from the spec) for TASK.md and the manifest."""
+    clause: str = ""
+    """The skeleton's policy clause its own sites keep, for a family without words of its own
+    (:func:`a01gym.factory.compiler.policy_clauses`' key; otherwise the family's own lines,
+    keyed by its id)."""
     companion: bool = False
     """Whether the family's own app code, rendered secure, may stand beside another family's
     bug as a *companion* (``ScenarioSpec.companions``): its routes, fixture rows, policy

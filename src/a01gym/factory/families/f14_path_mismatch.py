@@ -127,6 +127,7 @@ FAMILY = Family(
     exploits=_exploits,
     app=_app,
     hint_areas={"guard": "the administration pages"},
+    clause="admin.manage",
 )
 
 

@@ -212,15 +212,31 @@ def _debug_config(a: Attack) -> list[HttpTest]:
 
 
 SITES = (
-    Site(id="admin.users", exploits=_admin_users),
-    Site(id="admin.audit", exploits=_admin_audit),
-    Site(id="admin.disable", exploits=_admin_disable),
-    Site(id="profile.update", exploits=_profile_update, same_tenant_only=True),
-    Site(id="profile.view", exploits=_profile_view),
-    Site(id="team.list", exploits=_team_list, same_tenant_only=True),
-    Site(id="files.download", exploits=_download, same_tenant_only=True),
-    Site(id="settings.update", exploits=_settings_update, same_tenant_only=True),
-    Site(id="debug.config", exploits=_debug_config),
-    Site(id="auth.impersonate", exploits=_impersonate, same_tenant_only=True, route=False),
+    Site(id="admin.users", clause="admin.manage", exploits=_admin_users),
+    Site(id="admin.audit", clause="admin.manage", exploits=_admin_audit),
+    Site(id="admin.disable", clause="admin.manage", exploits=_admin_disable),
+    Site(
+        id="profile.update",
+        clause="profile.update",
+        exploits=_profile_update,
+        same_tenant_only=True,
+    ),
+    Site(id="profile.view", clause="fields.private", exploits=_profile_view),
+    Site(id="team.list", clause="fields.private", exploits=_team_list, same_tenant_only=True),
+    Site(id="files.download", clause="files.read", exploits=_download, same_tenant_only=True),
+    Site(
+        id="settings.update",
+        clause="settings.update",
+        exploits=_settings_update,
+        same_tenant_only=True,
+    ),
+    Site(id="debug.config", clause="debug.read", exploits=_debug_config),
+    Site(
+        id="auth.impersonate",
+        clause="profile.impersonate",
+        exploits=_impersonate,
+        same_tenant_only=True,
+        route=False,
+    ),
 )
 """The account and administration sites, in the order the guard tests visit them."""

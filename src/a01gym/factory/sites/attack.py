@@ -59,10 +59,12 @@ class Site:
 
     ``same_tenant_only``: an attack from the other tenant proves nothing beyond the same
     tenant's (the site acts on the caller's own account or tenant); ``route``: the site is a
-    route the ``delete_route`` trap can remove (not a shared function).
+    route the ``delete_route`` trap can remove (not a shared function); ``clause``: the key of
+    the policy clause the site's check keeps (:func:`a01gym.factory.compiler.policy_clauses`).
     """
 
     id: str
+    clause: str
     exploits: Exploits
     same_tenant_only: bool = False
     route: bool = True

@@ -214,15 +214,15 @@ def _create(a: Attack) -> list[HttpTest]:
 
 
 SITES = (
-    Site(id="record.read", exploits=_read),
-    Site(id="record.update", exploits=_update),
-    Site(id="record.delete", exploits=_delete),
-    Site(id="record.archive", exploits=_archive),
-    Site(id="record.list", exploits=_list),
-    Site(id="record.search", exploits=_search),
-    Site(id="record.export", exploits=_export),
-    Site(id="record.digest", exploits=_digest),
-    Site(id="record.print", exploits=_print),
-    Site(id="record.create", exploits=_create),
+    Site(id="record.read", clause="record.read", exploits=_read),
+    Site(id="record.update", clause="record.update", exploits=_update),
+    Site(id="record.delete", clause="record.delete", exploits=_delete),
+    Site(id="record.archive", clause="record.archive", exploits=_archive),
+    Site(id="record.list", clause="record.list", exploits=_list),
+    Site(id="record.search", clause="record.list", exploits=_search),
+    Site(id="record.export", clause="record.export", exploits=_export),
+    Site(id="record.digest", clause="record.export", exploits=_digest),
+    Site(id="record.print", clause="record.read", exploits=_print),
+    Site(id="record.create", clause="record.create", exploits=_create),
 )
 """The record sites, in the order the guard tests visit them."""
