@@ -97,13 +97,17 @@ def test_a_profile_shows_its_private_fields_to_the_holder_and_administrators(
     """The secure profile view returned the public fields to every caller, so "every profile
     public" was the reference fix and passed. It now answers by caller in every app, F09's
     hidden suite has the holder's and an administrator's private view, and the old reference
-    is an F09 trap (G6 proves those regressions fail it, in real sandboxes)."""
+    is an F09 trap (G6 proves those regressions fail it, in real sandboxes). The vulnerable
+    profile has the same branch and answers anyone else with the stored row."""
     by_caller = "if user.id == user_id or user.is_admin:"
     spec = next(s for s in (spec_for("F09", i) for i in range(64)) if "profile.view" in s.bug.sites)
     bundle = compiler.compile_bundle(spec)
     fixed = "".join(bundle.hidden.reference_fix.files.values())
     vulnerable = "".join(v.decode() for k, v in bundle.workspace.items() if k.endswith(".py"))
-    assert by_caller in fixed and by_caller not in vulnerable
+    assert by_caller in fixed and by_caller in vulnerable  # the fix is one line, not a branch
+    stored_row = f"{by_caller}\n        return models.UserPrivate"
+    assert "    return profile\n" in vulnerable and "    return profile\n" not in fixed
+    assert stored_row in vulnerable and stored_row in fixed
     trap = "".join(mutator.mutate(spec).traps["public_to_all"].files.values())
     assert by_caller not in trap and "models.UserPublic" in trap
     tests = {t.id: t for t in bundle.hidden.tests}

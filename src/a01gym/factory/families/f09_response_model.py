@@ -114,8 +114,12 @@ STYLES = ("response_model", "projection", "include")
 route declares ``list[UserPublic]``, the profile returns a ``UserPublic``; ``projection``:
 ``UserPublic.model_validate(...).model_dump()``; ``include``: the team route keeps
 ``list[UserPrivate]`` and lists the public fields in ``response_model_include``, the profile
-dumps a ``UserPrivate`` with ``include``. The vulnerable view returns the private model to
-every caller."""
+dumps a ``UserPrivate`` with ``include``. The vulnerable team view returns the private model to
+every caller; the vulnerable profile answers the holder and administrators as the secure one
+does and anyone else with the stored row itself, every column of it (with no response model
+left to filter it). Until 2026-12-07 it had no such branch, and the branch the fix added made
+F09's users router the file differing most from the nearest app (``nearest_diff``: 2.5 of 28
+F09 drafts over seeds 28 and 31, 2.8x chance, against none before)."""
 
 _PUBLIC = '{"id", "username", "display_name"}'
 
@@ -132,7 +136,7 @@ def view(spec: Any, mode: str, many: bool, value: str) -> tuple[str, str, str]:
     private = "list[models.UserPrivate]" if many else "models.UserPrivate"
     public = "list[models.UserPublic]" if many else "models.UserPublic"
     rows = "list[dict[str, Any]]" if many else "dict[str, Any]"
-    if mode in ("vuln", "status_only"):
+    if mode == "status_only" or (mode == "vuln" and many):
         extra = ", response_model_exclude_none=True" if mode == "status_only" else ""
         return f"response_model={private}{extra}", f"return {value}", rows
     if many:
@@ -147,7 +151,7 @@ def view(spec: Any, mode: str, many: bool, value: str) -> tuple[str, str, str]:
             projected = f"[models.UserPublic.model_validate(row).model_dump() for row in {value}]"
             return "response_model=None", f"return {projected}", rows
         return f"response_model={public}", f"return {value}", rows
-    if mode != "secure":
+    if mode not in ("secure", "vuln"):
         return f"response_model={public}", f"return {value}", rows
     shown = {
         "response_model": f"models.UserPublic.model_validate({value})",
@@ -159,6 +163,7 @@ def view(spec: Any, mode: str, many: bool, value: str) -> tuple[str, str, str]:
         full += ".model_dump()"
     return (
         "response_model=None",
-        f"if user.id == user_id or user.is_admin:\n        return {full}\n    return {shown}",
+        f"if user.id == user_id or user.is_admin:\n        return {full}\n"
+        f"    return {value if mode == 'vuln' else shown}",
         "models.UserPrivate | models.UserPublic" if style == "response_model" else rows,
     )
