@@ -26,6 +26,21 @@ FIXTURES = Path(__file__).parent / "fixtures"
 MACHINE_TIERS = ("tests/integration/containers/", "tests/integration/k8s/")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Each pytest-xdist worker gets its share of the cores for OpenMP (torch, on CPU).
+
+    torch starts one thread per core, so two workers training at once on two cores ran four
+    threads that spin-wait on each other. ``a01gym train --smoke`` beside two busy cores
+    (``yes``, as the other worker's tests) took 514 s with torch's default threads and 400 s
+    with one (one run each, 2026-12-07; alone it takes 211 s). Subprocesses inherit it: the
+    training CLI, the process kubelet's pods, the TRL script. A value already set is kept.
+    """
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        share = max(1, (os.cpu_count() or 1) // workers)
+        os.environ.setdefault("OMP_NUM_THREADS", str(share))
+
+
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook; `-p no:xdist` runs without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
     """``make test`` runs two pytest-xdist workers: alone it left one core of two idle 20-60% of

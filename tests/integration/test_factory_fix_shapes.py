@@ -29,6 +29,10 @@ from a01gym.scenario.bundle import Bundle
 
 from . import gating
 
+# A family's every shape in both styles through every gate: up to 278 s under a CI run's load
+# (F04, 2026-12-07), near the 300 s default; a hang still fails.
+pytestmark = pytest.mark.timeout(900)
+
 DRAFTS = 40
 """Template scenarios looked at per family (enough to meet every form several times)."""
 

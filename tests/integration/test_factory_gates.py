@@ -172,6 +172,7 @@ async def test_app_that_does_not_start_is_rejected() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # two builds: 250-300 s under a CI run's load (2026-12-07)
 async def test_build_is_reproducible_and_split_holds_out(tmp_path: Path) -> None:
     count = len(families.FAMILIES)  # one candidate of each family
     # as many runs at a time as the other gate tests (the verdicts do not depend on it)

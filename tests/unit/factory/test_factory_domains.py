@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 from a01gym.factory import author, compiler, config, domains, families, split
 
 
@@ -21,6 +23,7 @@ def test_at_least_sixteen_distinct_domains() -> None:
     assert len(set(tenants)) == len(tenants)
 
 
+@pytest.mark.timeout(900)  # 16 x 21 bundles: 243 s under a CI run's load (2026-12-07)
 def test_every_domain_renders_every_family() -> None:
     for domain_id in sorted(domains.DOMAINS):
         cfg = config.FactoryConfig(count=len(families.FAMILIES), domains=[domain_id], seed=3)
