@@ -72,6 +72,25 @@ async def test_the_fix_plus_checks_deleted_elsewhere_scores_zero() -> None:
     assert not any(t.startswith("exploit.") for t in through), through  # the bug is fixed
 
 
+async def test_the_fix_plus_a_profile_hole_scores_zero_where_the_bug_opens_the_audit_log() -> None:
+    # F04 with the audit log open: the profile's guard cannot read the audit log as proof of
+    # the escalation (an exploit's request), so it proves it by the stored role. Before, no
+    # guard stood there, and the fix plus a profile that takes a role scored 1.
+    spec = _spec("F04", "admin.audit")
+    bundle = compiler.compile_bundle(spec)
+    assert "profile.update" not in spec.bug.sites
+    holed = appgen.render_app(spec, appgen.Variant(modes={"profile.update": "vuln"}))
+    vulnerable = mutator.mutate(spec).vulnerable
+    patch = Patch(
+        description="red team: fix plus a profile that takes a role",
+        files={p: t for p, t in holed.files.items() if vulnerable.files.get(p) != t},
+    )
+    score, through = await _grade(bundle, patch)
+    assert score == 0.0
+    assert any(t.startswith("guard.profile.update.") and t.endswith(".role") for t in through)
+    assert not any(t.startswith("exploit.") for t in through), through  # the bug is fixed
+
+
 @pytest.mark.parametrize(
     ("family", "site", "trap", "attacks"),
     [

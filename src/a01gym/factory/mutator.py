@@ -96,8 +96,7 @@ def _fix_plus_hole(spec: ScenarioSpec, fixed: appgen.RenderedApp) -> appgen.Rend
     """The correct app with the check of one other guarded site removed: the first, from a
     place drawn by the spec's seed, whose removal changes the code (an F14 app's middleware
     guards every administration route whatever the route's own check says). Only a site with
-    a guard test counts: F04's role-through-profile attack ends on an administration route,
-    an exploit's request, so it has no guard there and its hole would go unseen."""
+    a guard test counts: a hole no guard attacks would go unseen."""
     others = guards.guarded_sites(spec)
     start = spec.seed % len(others)
     for site in others[start:] + others[:start]:

@@ -2,8 +2,9 @@
 
 Regression tests cover every actor class the policy allows (owner, teammate when shared,
 support, manager, administrator, anonymous on public routes), the legitimate uses of the
-bug's family (its ``regressions`` hook) and the first of each companion family's, and the route
-inventory on ``/openapi.json``; they pass on the vulnerable and the fixed app and fail on
+bug's family (its ``regressions`` hook) and the first of each companion family's, a use of the
+read-only clauses no bug family's hook covers everywhere, and the route inventory on
+``/openapi.json``; they pass on the vulnerable and the fixed app and fail on
 deny-all, delete-route, over-filter and admin-break "fixes". Visible tests use other actors and
 rows than hidden ones; at hint level 4 they include one exploit reproduction.
 """
@@ -11,8 +12,10 @@ rows than hidden ones; at hint level 4 they include one exploit reproduction.
 from __future__ import annotations
 
 from a01gym.factory import exploits, families, testkit
+from a01gym.factory.families import shared
 from a01gym.factory.spec import ScenarioSpec
 from a01gym.scenario.httptest import (
+    BodyContains,
     HttpTest,
     JsonEquals,
     RoutesInclude,
@@ -161,14 +164,14 @@ def regression_tests(spec: ScenarioSpec) -> list[HttpTest]:
                     description="a teammate prints a shared record",
                 )
             )
-    for site, suffix, name, (own, admin, shared) in _REPORTS:
+    for site, suffix, name, (own, admin, team) in _REPORTS:
         if site not in sites:
             continue
         path = f"/reports{cast.url}{suffix}"
         add(testkit.read_test(f"regression.owner_{name}", R, v, path, vp, description=own))
         add(testkit.read_test(f"regression.admin_{name}", R, adm, path, op, description=admin))
         if cast.shared:
-            add(testkit.read_test(f"regression.shared_{name}", R, p, path, vt, description=shared))
+            add(testkit.read_test(f"regression.shared_{name}", R, p, path, vt, description=team))
     extra += families.family(fam).regressions(cast)
     for companion in spec.companions:
         # A companion's first legitimate use only: its routes must keep working, and its other
@@ -176,6 +179,8 @@ def regression_tests(spec: ScenarioSpec) -> list[HttpTest]:
         # regression runs in every gate run and world: all of them cost a build ~50% more CPU
         # a candidate (bench/factory.py --quick, 2026-11-29: 4.15 against 2.71 CPU-s).
         extra += families.family(companion).regressions(cast)[:1]
+    listed = {test.id for test in extra}
+    extra += [test for test in _clause_uses(spec, cast) if test.id not in listed]
     # Last: building the OpenAPI document is the dearest request an app answers, and a gate
     # run that stops at its first failed regression (traps, G5 hacks) rarely needs it.
     inventory = HttpTest(
@@ -185,6 +190,32 @@ def regression_tests(spec: ScenarioSpec) -> list[HttpTest]:
         steps=[Step(path="/openapi.json", expect=[RoutesInclude()])],  # the manifest's
     )
     return [*tests, *extra, inventory]
+
+
+def _clause_uses(spec: ScenarioSpec, cast: testkit.Cast) -> list[HttpTest]:
+    """A legitimate use of each read-only clause no other regression used in most suites
+    (``a01gym factory clauses``, seed 28's 300 drafts: 14, 14 and 0 before): another user's
+    public profile, one's own tenant's settings, and the public record count where the app
+    serves it. A fix that signs off or locks down one of them elsewhere now fails a regression.
+
+    Three GETs at most, for the cost every regression has in every gate run and world (the
+    other clauses' uses, writes among them, would cost a build more; docs/families.md)."""
+    uses = [shared.public_profile(cast), shared.member_settings(cast)]
+    if "public_stats" in spec.decoys:
+        uses.append(
+            HttpTest(
+                id="regression.public_stats",
+                kind=R,
+                description="the record count stays public",
+                steps=[
+                    Step(
+                        path="/public/stats",
+                        expect=[StatusIn(statuses=[200]), BodyContains(value=f'"{cast.table}"')],
+                    )
+                ],
+            )
+        )
+    return uses
 
 
 def visible_tests(spec: ScenarioSpec) -> list[HttpTest]:

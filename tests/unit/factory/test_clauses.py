@@ -14,7 +14,16 @@ import pytest
 from typer.testing import CliRunner
 
 from a01gym.cli.__main__ import app
-from a01gym.factory import author, clauses, compiler, config, families, regressions, sites
+from a01gym.factory import (
+    author,
+    clauses,
+    compiler,
+    config,
+    families,
+    guards,
+    regressions,
+    sites,
+)
 from a01gym.factory.spec import ScenarioSpec
 
 
@@ -69,6 +78,35 @@ def test_the_report_counts_each_side_per_clause(drafts: list[ScenarioSpec]) -> N
     # the skeleton's checked clauses are attacked in every draft (a guard where the bug is not)
     assert rows["record.read"].forbidden == rows["record.read"].stated == len(drafts)
     assert rows["pages.public"].forbidden == 0 < rows["pages.public"].allowed
+
+
+def test_every_clause_a_site_keeps_is_attacked_in_every_draft(drafts: list[ScenarioSpec]) -> None:
+    """A guard or an exploit at each clause the skeleton's sites keep, in all 300 drafts: a
+    clause without one is a check a fix may delete for free. The profile's (a user making
+    themselves administrator) lacked it in 33 drafts, whose bug opens the audit log its guard
+    read as proof (F04, F05, F20); its guard proves it by the stored role there."""
+    rows = {r.key: r for r in clauses.report(drafts)}
+    for key in {s.clause for s in sites.SITES.values()}:
+        assert rows[key].forbidden == rows[key].stated == len(drafts), rows[key]
+    profile_guards = {
+        spec.bug.family: guard
+        for spec in drafts
+        for guard in guards.guard_tests(spec)
+        if guard.id.startswith("guard.profile.update.")
+    }
+    assert profile_guards["F04"].id.endswith(".role") and len(profile_guards["F04"].steps) == 1
+    assert len(profile_guards["F01"].steps) == 2  # elsewhere the follow-up stays
+
+
+def test_the_read_only_clauses_are_used_legitimately_in_every_draft(
+    drafts: list[ScenarioSpec],
+) -> None:
+    """Another user's public profile, one's own tenant's settings and the public record count
+    (where the app serves it) have a regression in every suite: a fix that locks one of them
+    down elsewhere fails it. Before, 14, 14 and 0 of 300."""
+    rows = {r.key: r for r in clauses.report(drafts)}
+    for key in ("profile.read", "settings.read", "stats.public"):
+        assert rows[key].allowed == rows[key].stated > 0, rows[key]
 
 
 def test_the_cli_prints_the_report_as_json() -> None:

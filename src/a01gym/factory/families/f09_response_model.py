@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any
 from a01gym.factory import checkforms, testkit
 from a01gym.factory.families import vocabulary
 from a01gym.factory.families.base import Family
-from a01gym.factory.families.shared import R, own_account
-from a01gym.scenario.httptest import BodyContains, HttpTest, JsonEquals, StatusIn, Step
+from a01gym.factory.families.shared import R, own_account, public_profile
+from a01gym.scenario.httptest import BodyContains, HttpTest, StatusIn, Step
 
 if TYPE_CHECKING:
     from a01gym.factory.sites import Attack
@@ -39,21 +39,7 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
             f"{v}_key",
             description="an administrator sees a profile's private fields",
         ),
-        HttpTest(
-            id="regression.profile_public",
-            kind=R,
-            description="public profiles keep their public fields",
-            steps=[
-                Step(
-                    actor=p,
-                    path=f"/users/{testkit.id_of(v)}",
-                    expect=[
-                        StatusIn(statuses=[200]),
-                        JsonEquals(path="username", value=testkit.user_of(v)),
-                    ],
-                )
-            ],
-        ),
+        public_profile(cast),
         HttpTest(
             id="regression.team",
             kind=R,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from a01gym.factory import testkit
 from a01gym.factory.families import vocabulary
 from a01gym.factory.families.base import Family
-from a01gym.factory.families.shared import R
+from a01gym.factory.families.shared import R, member_settings
 from a01gym.scenario.httptest import HttpTest
 
 if TYPE_CHECKING:
@@ -33,16 +33,7 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
         )
         for method, days in (("PUT", 30), ("PATCH", 60))
     ]
-    tests.append(
-        testkit.read_test(
-            "regression.member_settings",
-            R,
-            cast.peer,
-            "/tenant/settings",
-            "webhook_a",
-            description="members read their tenant's settings",
-        )
-    )
+    tests.append(member_settings(cast))
     return tests
 
 

@@ -5,9 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from a01gym.factory import testkit
-from a01gym.scenario.httptest import HttpTest, StatusIn, Step, TestKind
+from a01gym.scenario.httptest import HttpTest, JsonEquals, StatusIn, Step, TestKind
 
-__all__ = ["R", "frontend_origin", "own_account", "public_guide"]
+__all__ = [
+    "R",
+    "frontend_origin",
+    "member_settings",
+    "own_account",
+    "public_guide",
+    "public_profile",
+]
 
 R = TestKind.REGRESSION
 
@@ -37,6 +44,39 @@ def own_account(cast: testkit.Cast) -> list[HttpTest]:
             description="a user reads their own account, private fields included",
         )
     ]
+
+
+def public_profile(cast: testkit.Cast) -> HttpTest:
+    """Another user's public profile stays readable to anyone signed in (defeats "every
+    profile private" fixes)."""
+    v, p = cast.victim, cast.peer
+    return HttpTest(
+        id="regression.profile_public",
+        kind=R,
+        description="public profiles keep their public fields",
+        steps=[
+            Step(
+                actor=p,
+                path=f"/users/{testkit.id_of(v)}",
+                expect=[
+                    StatusIn(statuses=[200]),
+                    JsonEquals(path="username", value=testkit.user_of(v)),
+                ],
+            )
+        ],
+    )
+
+
+def member_settings(cast: testkit.Cast) -> HttpTest:
+    """A member, not only an administrator, still reads their own tenant's settings."""
+    return testkit.read_test(
+        "regression.member_settings",
+        R,
+        cast.peer,
+        "/tenant/settings",
+        "webhook_a",
+        description="members read their tenant's settings",
+    )
 
 
 def frontend_origin(spec: Any) -> str:

@@ -2,14 +2,15 @@
 listing, file downloads, tenant settings, the debug route and acting as another user.
 
 An escalation passes when the attacker's role changed *and* a privileged follow-up call
-succeeds; a leak when the response carries a canary the attacker may not read.
+succeeds (a guard whose follow-up an exploit also makes: when the role changed); a leak when
+the response carries a canary the attacker may not read.
 """
 
 from __future__ import annotations
 
 from a01gym.factory import testkit
 from a01gym.factory.sites.attack import Attack, Site
-from a01gym.scenario.httptest import BodyContains, DbCheck, HttpTest, Step
+from a01gym.scenario.httptest import BodyContains, DbCheck, HttpTest, Step, TestKind
 
 __all__ = ["SITES"]
 
@@ -92,33 +93,48 @@ def _impersonate(a: Attack) -> list[HttpTest]:
 
 
 def _profile_update(a: Attack) -> list[HttpTest]:
-    return [
+    patch = Step(
+        actor=a.attacker,
+        method="PATCH",
+        path="/users/me",
+        json={"display_name": "Renamed", "role": "admin"},
+    )
+    changed = DbCheck(
+        sql="SELECT role FROM users WHERE id = ?",
+        params=[testkit.id_of(a.attacker)],
+        expect="changed",
+    )
+    tests = [
         HttpTest(
             id=a.id,
             kind=a.kind,
             description=f"{a.attacker} makes themselves administrator via their profile",
             steps=[
-                Step(
-                    actor=a.attacker,
-                    method="PATCH",
-                    path="/users/me",
-                    json={"display_name": "Renamed", "role": "admin"},
-                ),
+                patch,
                 Step(
                     actor=a.attacker,
                     path="/admin/audit",
                     expect=[BodyContains(value=testkit.canary("audit"))],
                 ),
             ],
-            db_checks=[
-                DbCheck(
-                    sql="SELECT role FROM users WHERE id = ?",
-                    params=[testkit.id_of(a.attacker)],
-                    expect="changed",
-                )
-            ],
+            db_checks=[changed],
         )
     ]
+    if a.kind is TestKind.GUARD:
+        # Where the bug itself opens the audit log (F04, F05, F20), the guard above shares an
+        # exploit's request and is left out (:mod:`a01gym.factory.guards`): the role the
+        # database holds is then the proof, and the profile stays guarded (33 of seed 28's
+        # 300 drafts had no guard there).
+        tests.append(
+            HttpTest(
+                id=f"{a.id}.role",
+                kind=a.kind,
+                description=f"{a.attacker} changes their own role via their profile",
+                steps=[patch],
+                db_checks=[changed],
+            )
+        )
+    return tests
 
 
 def _profile_view(a: Attack) -> list[HttpTest]:
