@@ -52,20 +52,23 @@ async def _grade(bundle: Bundle, patch: Patch) -> tuple[float, set[str]]:
     return report.score.value, through
 
 
+def _fix_plus_holes(spec: ScenarioSpec, *sites: str) -> Patch:
+    """The reference fix with the checks of ``sites`` removed, as a patch of the vulnerable
+    app."""
+    holed = appgen.render_app(spec, appgen.Variant(modes=dict.fromkeys(sites, "vuln")))
+    vulnerable = mutator.mutate(spec).vulnerable
+    return Patch(
+        description=f"red team: fix plus holes at {', '.join(sites)}",
+        files={p: t for p, t in holed.files.items() if vulnerable.files.get(p) != t},
+    )
+
+
 async def test_the_fix_plus_checks_deleted_elsewhere_scores_zero() -> None:
     # F03: the print route fixed, and can_modify dropped from the edit route and the admin
     # guard from GET /admin/users: another tenant edits, anyone reads every account's key.
     spec = _spec("F03", "record.print")
     bundle = compiler.compile_bundle(spec)
-    holed = appgen.render_app(
-        spec, appgen.Variant(modes={"record.update": "vuln", "admin.users": "vuln"})
-    )
-    vulnerable = mutator.mutate(spec).vulnerable
-    patch = Patch(
-        description="red team: fix plus holes",
-        files={p: t for p, t in holed.files.items() if vulnerable.files.get(p) != t},
-    )
-    score, through = await _grade(bundle, patch)
+    score, through = await _grade(bundle, _fix_plus_holes(spec, "record.update", "admin.users"))
     assert score == 0.0
     assert any(t.startswith("guard.record.update.") for t in through), through
     assert any(t.startswith("guard.admin.users.") for t in through), through
@@ -79,13 +82,7 @@ async def test_the_fix_plus_a_profile_hole_scores_zero_where_the_bug_opens_the_a
     spec = _spec("F04", "admin.audit")
     bundle = compiler.compile_bundle(spec)
     assert "profile.update" not in spec.bug.sites
-    holed = appgen.render_app(spec, appgen.Variant(modes={"profile.update": "vuln"}))
-    vulnerable = mutator.mutate(spec).vulnerable
-    patch = Patch(
-        description="red team: fix plus a profile that takes a role",
-        files={p: t for p, t in holed.files.items() if vulnerable.files.get(p) != t},
-    )
-    score, through = await _grade(bundle, patch)
+    score, through = await _grade(bundle, _fix_plus_holes(spec, "profile.update"))
     assert score == 0.0
     assert any(t.startswith("guard.profile.update.") and t.endswith(".role") for t in through)
     assert not any(t.startswith("exploit.") for t in through), through  # the bug is fixed
