@@ -196,7 +196,7 @@ def _clause_uses(spec: ScenarioSpec, cast: testkit.Cast) -> list[HttpTest]:
     """A legitimate use of each read-only clause no other regression used in most suites
     (``a01gym factory clauses``, seed 28's 300 drafts: 14, 14 and 0 before): another user's
     public profile, one's own tenant's settings, and the public record count where the app
-    serves it. A fix that signs off or locks down one of them elsewhere now fails a regression.
+    serves it. A fix that also locks one of them down (to administrators, say) fails a regression.
 
     Three GETs at most, for the cost every regression has in every gate run and world (the
     other clauses' uses, writes among them, would cost a build more; docs/families.md)."""

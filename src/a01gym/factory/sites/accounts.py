@@ -2,8 +2,8 @@
 listing, file downloads, tenant settings, the debug route and acting as another user.
 
 An escalation passes when the attacker's role changed *and* a privileged follow-up call
-succeeds (a guard whose follow-up an exploit also makes: when the role changed); a leak when
-the response carries a canary the attacker may not read.
+succeeds (a guard also proves it by the changed role alone, for apps whose bug opens that
+follow-up); a leak when the response carries a canary the attacker may not read.
 """
 
 from __future__ import annotations
