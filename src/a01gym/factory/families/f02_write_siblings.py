@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families import vocabulary
+from a01gym.factory.families import shared, vocabulary
 from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest
@@ -18,26 +18,11 @@ __all__ = ["FAMILY"]
 
 def _regressions(cast: testkit.Cast) -> list[HttpTest]:
     spec, sites = cast.spec, set(cast.spec.bug.sites)
-    v, p, adm = cast.victim, cast.peer, cast.admin
-    vp, op = f"{v}_private", f"{cast.outsider}_private"
-    row = f"{cast.url}/{testkit.id_of(vp)}"
+    adm, op = cast.admin, f"{cast.outsider}_private"
     tests: list[HttpTest] = []
     add = tests.append
     if "record.update" in sites:
-        add(
-            testkit.write_test(
-                "regression.owner_update",
-                R,
-                v,
-                "PATCH",
-                row,
-                f"SELECT {cast.title} FROM {cast.table} WHERE id = ?",
-                [testkit.id_of(vp)],
-                body={cast.title: "Updated title"},
-                statuses=[200],
-                description="the owner edits their record",
-            )
-        )
+        add(shared.owner_update(cast))
         if spec.features.admin_edits:
             add(
                 testkit.write_test(
@@ -54,19 +39,7 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
                 )
             )
     if "record.archive" in sites:
-        add(
-            testkit.write_test(
-                "regression.owner_archive",
-                R,
-                v,
-                "POST",
-                f"{row}/archive",
-                f"SELECT status FROM {cast.table} WHERE id = ?",
-                [testkit.id_of(vp)],
-                statuses=[200],
-                description="the owner archives their record",
-            )
-        )
+        add(shared.owner_archive(cast))
         if spec.features.admin_edits:
             add(
                 testkit.write_test(
@@ -82,19 +55,7 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
                 )
             )
     if "record.delete" in sites:
-        add(
-            testkit.write_test(
-                "regression.owner_delete",
-                R,
-                p,
-                "DELETE",
-                f"{cast.url}/{testkit.id_of(p + '_private')}",
-                f"SELECT COUNT(*) FROM {cast.table} WHERE id = ?",
-                [testkit.id_of(p + "_private")],
-                statuses=[204],
-                description="the owner deletes their record",
-            )
-        )
+        add(shared.owner_delete(cast))
         add(
             testkit.write_test(
                 "regression.admin_delete",

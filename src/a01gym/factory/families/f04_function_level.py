@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from a01gym.factory import testkit
-from a01gym.factory.families import vocabulary
+from a01gym.factory.families import shared, vocabulary
 from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest
@@ -25,16 +25,7 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
     adm = cast.admin
     tests: list[HttpTest] = []
     if "admin.users" in sites:
-        tests.append(
-            testkit.read_test(
-                "regression.admin_users",
-                R,
-                adm,
-                "/admin/users",
-                f"{cast.outsider}_key",
-                description="an administrator lists accounts",
-            )
-        )
+        tests.append(shared.admin_users(cast))
     if "admin.audit" in sites:
         tests.append(
             testkit.read_test(

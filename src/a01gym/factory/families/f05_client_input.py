@@ -9,25 +9,16 @@ from typing import Any
 from a01gym.factory import checkforms, testkit
 from a01gym.factory.families import vocabulary
 from a01gym.factory.families.base import Family
-from a01gym.factory.families.shared import R, own_account
+from a01gym.factory.families.shared import admin_act_as, own_account
 from a01gym.scenario.httptest import HttpTest
 
 __all__ = ["FAMILY", "STRUCTURES", "ActingCheck", "acting_check"]
 
 
 def _regressions(cast: testkit.Cast) -> list[HttpTest]:
-    v = cast.victim
     return [
         *own_account(cast),
-        testkit.read_test(
-            "regression.admin_act_as",
-            R,
-            cast.admin,
-            "/users/me",
-            f"{v}_key",
-            headers={"X-Act-As": testkit.header_id(v)},
-            description="an administrator acts as a user for a support case",
-        ),
+        admin_act_as(cast),
     ]
 
 

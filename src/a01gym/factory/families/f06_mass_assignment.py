@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from a01gym.factory import checkforms, testkit
-from a01gym.factory.families import vocabulary
+from a01gym.factory.families import shared, vocabulary
 from a01gym.factory.families.base import Family
 from a01gym.factory.families.shared import R, own_account
 from a01gym.scenario.httptest import HttpTest
@@ -18,43 +18,12 @@ __all__ = ["FAMILY", "GUARDS", "create_merge", "dump_call", "guard", "model_conf
 
 def _regressions(cast: testkit.Cast) -> list[HttpTest]:
     sites = set(cast.spec.bug.sites)
-    v, p = cast.victim, cast.peer
+    p = cast.peer
     tests = own_account(cast)
     if "profile.update" in sites:
-        tests.append(
-            testkit.write_test(
-                "regression.profile_update",
-                R,
-                v,
-                "PATCH",
-                "/users/me",
-                "SELECT display_name FROM users WHERE id = ?",
-                [testkit.id_of(v)],
-                statuses=[200],
-                body={
-                    "id": testkit.id_of(v),
-                    "username": testkit.user_of(v),
-                    "display_name": "New Name",
-                    "email": testkit.user_of(v) + "@example.test",
-                },
-                description="the web client posts the whole profile back",
-            )
-        )
+        tests.append(shared.profile_update(cast))
     if "record.create" in sites:
-        tests.append(
-            testkit.write_test(
-                "regression.create",
-                R,
-                v,
-                "POST",
-                cast.url,
-                f"SELECT COUNT(*) FROM {cast.table} WHERE owner_id = ? AND tenant_id = ?",
-                [testkit.id_of(v), testkit.id_of("tenant_a")],
-                statuses=[201],
-                body={cast.title: "New entry", cast.secret: "draft", "client_ref": "web"},
-                description="a user creates a record (the client sends extra fields)",
-            )
-        )
+        tests.append(shared.record_create(cast))
     tests.append(
         testkit.write_test(
             "regression.admin_role",

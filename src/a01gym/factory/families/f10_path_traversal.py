@@ -9,7 +9,7 @@ from typing import Any
 from a01gym.factory import checkforms, testkit
 from a01gym.factory.families import vocabulary
 from a01gym.factory.families.base import Family
-from a01gym.factory.families.shared import R
+from a01gym.factory.families.shared import R, file_own
 from a01gym.scenario.httptest import HttpTest
 
 __all__ = ["FAMILY", "METHODS", "DownloadCheck", "download_check"]
@@ -18,15 +18,7 @@ __all__ = ["FAMILY", "METHODS", "DownloadCheck", "download_check"]
 def _regressions(cast: testkit.Cast) -> list[HttpTest]:
     v = cast.victim
     return [
-        testkit.read_test(
-            "regression.file_own",
-            R,
-            v,
-            "/files/download",
-            f"{v}_file",
-            query={"name": "report.txt"},
-            description="the owner downloads a file",
-        ),
+        file_own(cast),
         testkit.read_test(
             "regression.file_nested",
             R,

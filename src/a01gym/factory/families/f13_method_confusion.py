@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from a01gym.factory import testkit
 from a01gym.factory.families import vocabulary
 from a01gym.factory.families.base import Family
-from a01gym.factory.families.shared import R, member_settings
+from a01gym.factory.families.shared import admin_settings, member_settings
 from a01gym.scenario.httptest import HttpTest
 
 if TYPE_CHECKING:
@@ -17,22 +17,7 @@ __all__ = ["FAMILY"]
 
 
 def _regressions(cast: testkit.Cast) -> list[HttpTest]:
-    settings_sql = "SELECT retention_days FROM tenant_settings WHERE tenant_id = ?"
-    tests = [
-        testkit.write_test(
-            f"regression.admin_settings_{method.lower()}",
-            R,
-            cast.admin,
-            method,
-            "/tenant/settings",
-            settings_sql,
-            [testkit.id_of("tenant_a")],
-            body={"retention_days": days},
-            statuses=[200],
-            description=f"an administrator changes settings with {method}",
-        )
-        for method, days in (("PUT", 30), ("PATCH", 60))
-    ]
+    tests = [admin_settings(cast, method, days) for method, days in (("PUT", 30), ("PATCH", 60))]
     tests.append(member_settings(cast))
     return tests
 

@@ -7,7 +7,7 @@ from typing import Any
 from a01gym.factory import checkforms, testkit
 from a01gym.factory.families import vocabulary
 from a01gym.factory.families.base import Family
-from a01gym.factory.families.shared import R, public_guide
+from a01gym.factory.families.shared import debug_admin, public_guide
 from a01gym.scenario.httptest import HttpTest
 
 __all__ = ["FAMILY", "GUARDS", "guard"]
@@ -16,14 +16,7 @@ __all__ = ["FAMILY", "GUARDS", "guard"]
 def _regressions(cast: testkit.Cast) -> list[HttpTest]:
     return [
         *public_guide(cast),
-        testkit.read_test(
-            "regression.debug_admin",
-            R,
-            cast.admin,
-            "/debug/config",
-            "service_key",
-            description="administrators keep the diagnostics page",
-        ),
+        debug_admin(cast),
     ]
 
 

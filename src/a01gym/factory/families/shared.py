@@ -1,4 +1,6 @@
-"""Regression tests more than one family adds (the public guide, the caller's own account)."""
+"""Regression tests more than one family adds (the public guide, the caller's own account), and
+the first legitimate use of each clause of the skeleton's policy: a family whose bug sits on a
+clause writes it, and every other suite gets it from ``regressions._clause_uses``."""
 
 from __future__ import annotations
 
@@ -9,11 +11,21 @@ from a01gym.scenario.httptest import HttpTest, JsonEquals, StatusIn, Step, TestK
 
 __all__ = [
     "R",
+    "admin_act_as",
+    "admin_settings",
+    "admin_users",
+    "debug_admin",
+    "file_own",
     "frontend_origin",
     "member_settings",
     "own_account",
+    "owner_archive",
+    "owner_delete",
+    "owner_update",
+    "profile_update",
     "public_guide",
     "public_profile",
+    "record_create",
 ]
 
 R = TestKind.REGRESSION
@@ -76,6 +88,164 @@ def member_settings(cast: testkit.Cast) -> HttpTest:
         "/tenant/settings",
         "webhook_a",
         description="members read their tenant's settings",
+    )
+
+
+def owner_update(cast: testkit.Cast) -> HttpTest:
+    """The owner still edits their record."""
+    vp = f"{cast.victim}_private"
+    return testkit.write_test(
+        "regression.owner_update",
+        R,
+        cast.victim,
+        "PATCH",
+        f"{cast.url}/{testkit.id_of(vp)}",
+        f"SELECT {cast.title} FROM {cast.table} WHERE id = ?",
+        [testkit.id_of(vp)],
+        body={cast.title: "Updated title"},
+        statuses=[200],
+        description="the owner edits their record",
+    )
+
+
+def owner_archive(cast: testkit.Cast) -> HttpTest:
+    """The owner still archives their record."""
+    vp = f"{cast.victim}_private"
+    return testkit.write_test(
+        "regression.owner_archive",
+        R,
+        cast.victim,
+        "POST",
+        f"{cast.url}/{testkit.id_of(vp)}/archive",
+        f"SELECT status FROM {cast.table} WHERE id = ?",
+        [testkit.id_of(vp)],
+        statuses=[200],
+        description="the owner archives their record",
+    )
+
+
+def owner_delete(cast: testkit.Cast) -> HttpTest:
+    """The owner still deletes their record (the peer's own, so the victim's rows stay)."""
+    pp = f"{cast.peer}_private"
+    return testkit.write_test(
+        "regression.owner_delete",
+        R,
+        cast.peer,
+        "DELETE",
+        f"{cast.url}/{testkit.id_of(pp)}",
+        f"SELECT COUNT(*) FROM {cast.table} WHERE id = ?",
+        [testkit.id_of(pp)],
+        statuses=[204],
+        description="the owner deletes their record",
+    )
+
+
+def record_create(cast: testkit.Cast) -> HttpTest:
+    """A user still creates a record in their own name and tenant, although the web client
+    sends a field the model does not know."""
+    v = cast.victim
+    return testkit.write_test(
+        "regression.create",
+        R,
+        v,
+        "POST",
+        cast.url,
+        f"SELECT COUNT(*) FROM {cast.table} WHERE owner_id = ? AND tenant_id = ?",
+        [testkit.id_of(v), testkit.id_of("tenant_a")],
+        statuses=[201],
+        body={cast.title: "New entry", cast.secret: "draft", "client_ref": "web"},
+        description="a user creates a record (the client sends extra fields)",
+    )
+
+
+def profile_update(cast: testkit.Cast) -> HttpTest:
+    """The account holder still changes their display name, posting the whole profile back as
+    the web client does (its id and username unchanged)."""
+    v = cast.victim
+    return testkit.write_test(
+        "regression.profile_update",
+        R,
+        v,
+        "PATCH",
+        "/users/me",
+        "SELECT display_name FROM users WHERE id = ?",
+        [testkit.id_of(v)],
+        statuses=[200],
+        body={
+            "id": testkit.id_of(v),
+            "username": testkit.user_of(v),
+            "display_name": "New Name",
+            "email": testkit.user_of(v) + "@example.test",
+        },
+        description="the web client posts the whole profile back",
+    )
+
+
+def admin_settings(cast: testkit.Cast, method: str = "PUT", days: int = 30) -> HttpTest:
+    """An administrator still changes the tenant settings with ``method``."""
+    return testkit.write_test(
+        f"regression.admin_settings_{method.lower()}",
+        R,
+        cast.admin,
+        method,
+        "/tenant/settings",
+        "SELECT retention_days FROM tenant_settings WHERE tenant_id = ?",
+        [testkit.id_of("tenant_a")],
+        body={"retention_days": days},
+        statuses=[200],
+        description=f"an administrator changes settings with {method}",
+    )
+
+
+def admin_users(cast: testkit.Cast) -> HttpTest:
+    """An administrator still lists the accounts, private fields included."""
+    return testkit.read_test(
+        "regression.admin_users",
+        R,
+        cast.admin,
+        "/admin/users",
+        f"{cast.outsider}_key",
+        description="an administrator lists accounts",
+    )
+
+
+def debug_admin(cast: testkit.Cast) -> HttpTest:
+    """Administrators keep the diagnostics page."""
+    return testkit.read_test(
+        "regression.debug_admin",
+        R,
+        cast.admin,
+        "/debug/config",
+        "service_key",
+        description="administrators keep the diagnostics page",
+    )
+
+
+def file_own(cast: testkit.Cast) -> HttpTest:
+    """The owner still downloads their stored file."""
+    v = cast.victim
+    return testkit.read_test(
+        "regression.file_own",
+        R,
+        v,
+        "/files/download",
+        f"{v}_file",
+        query={"name": "report.txt"},
+        description="the owner downloads a file",
+    )
+
+
+def admin_act_as(cast: testkit.Cast) -> HttpTest:
+    """An administrator still acts as a user (``X-Act-As``) and sees that user's account."""
+    v = cast.victim
+    return testkit.read_test(
+        "regression.admin_act_as",
+        R,
+        cast.admin,
+        "/users/me",
+        f"{v}_key",
+        headers={"X-Act-As": testkit.header_id(v)},
+        description="an administrator acts as a user for a support case",
     )
 
 
