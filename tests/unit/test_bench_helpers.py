@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -28,6 +30,22 @@ def test_calibration_is_fixed_work_in_cpu_ms() -> None:
     ms = calibration.measure(runs=3)
     assert 1 < ms < 5000
     assert calibration.units(2 * ms, ms) == pytest.approx(2.0, abs=0.01)
+
+
+def test_the_sampler_times_the_workload_while_the_work_runs_and_is_reaped_after() -> None:
+    def reaped_cpu() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    sampler = calibration.Sampler(every_s=0.1)
+    time.sleep(2.5)  # the child imports, warms up, then samples about every 0.1 s
+    before = reaped_cpu()  # the child runs still: none of its CPU is counted yet
+    ms, samples = sampler.stop()
+    assert samples >= 2, samples
+    assert 1 < ms < 5000
+    assert reaped_cpu() > before  # stop() reaped it: its CPU joins the children's only now
+    # stopped before its first sample: one measurement in this process stands in
+    assert calibration.Sampler(every_s=0.1).stop()[1] == 0
 
 
 def test_report_carries_load_calibration_and_verdicts(tmp_path: Path, capsys) -> None:
