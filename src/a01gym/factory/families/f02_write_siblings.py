@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 from a01gym.factory import checkforms, testkit
 from a01gym.factory.families import shared, vocabulary
 from a01gym.factory.families.base import Family
-from a01gym.factory.families.shared import R
 from a01gym.scenario.httptest import HttpTest
 
 if TYPE_CHECKING:
@@ -25,16 +24,13 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
         add(shared.owner_update(cast))
         if spec.features.admin_edits:
             add(
-                testkit.write_test(
-                    "regression.admin_update",
-                    R,
+                shared.record_write(
+                    cast,
+                    "update",
                     adm,
-                    "PATCH",
-                    f"{cast.url}/{testkit.id_of(op)}",
-                    f"SELECT {cast.title} FROM {cast.table} WHERE id = ?",
-                    [testkit.id_of(op)],
+                    op,
+                    who="admin",
                     body={cast.title: "Moderated"},
-                    statuses=[200],
                     description="an administrator edits any record",
                 )
             )
@@ -42,30 +38,24 @@ def _regressions(cast: testkit.Cast) -> list[HttpTest]:
         add(shared.owner_archive(cast))
         if spec.features.admin_edits:
             add(
-                testkit.write_test(
-                    "regression.admin_archive",
-                    R,
+                shared.record_write(
+                    cast,
+                    "archive",
                     adm,
-                    "POST",
-                    f"{cast.url}/{testkit.id_of(op)}/archive",
-                    f"SELECT status FROM {cast.table} WHERE id = ?",
-                    [testkit.id_of(op)],
-                    statuses=[200],
+                    op,
+                    who="admin",
                     description="an administrator archives any record",
                 )
             )
     if "record.delete" in sites:
         add(shared.owner_delete(cast))
         add(
-            testkit.write_test(
-                "regression.admin_delete",
-                R,
+            shared.record_write(
+                cast,
+                "delete",
                 adm,
-                "DELETE",
-                f"{cast.url}/{testkit.id_of(op)}",
-                f"SELECT COUNT(*) FROM {cast.table} WHERE id = ?",
-                [testkit.id_of(op)],
-                statuses=[204],
+                op,
+                who="admin",
                 description="an administrator deletes any record",
             )
         )

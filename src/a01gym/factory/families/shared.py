@@ -26,6 +26,7 @@ __all__ = [
     "public_guide",
     "public_profile",
     "record_create",
+    "record_write",
 ]
 
 R = TestKind.REGRESSION
@@ -91,51 +92,78 @@ def member_settings(cast: testkit.Cast) -> HttpTest:
     )
 
 
+_RECORD_WRITES = {
+    "update": ("PATCH", "", "{title}", 200),
+    "archive": ("POST", "/archive", "status", 200),
+    "delete": ("DELETE", "", "COUNT(*)", 204),
+}
+"""A record write: its method, the path after the record's, the column it changes, and the
+status a permitted one answers."""
+
+
+def record_write(
+    cast: testkit.Cast,
+    verb: str,
+    actor: str,
+    row: str,
+    *,
+    who: str,
+    description: str,
+    body: Any = None,
+) -> HttpTest:
+    """``actor`` (``who`` in the id: ``regression.<who>_<verb>``) still ``verb``s ``row``, and
+    the database shows it."""
+    method, suffix, column, status = _RECORD_WRITES[verb]
+    return testkit.write_test(
+        f"regression.{who}_{verb}",
+        R,
+        actor,
+        method,
+        f"{cast.url}/{testkit.id_of(row)}{suffix}",
+        f"SELECT {column.format(title=cast.title)} FROM {cast.table} WHERE id = ?",
+        [testkit.id_of(row)],
+        body=body,
+        statuses=[status],
+        description=description,
+    )
+
+
 def owner_update(cast: testkit.Cast) -> HttpTest:
     """The owner still edits their record."""
-    vp = f"{cast.victim}_private"
-    return testkit.write_test(
-        "regression.owner_update",
-        R,
-        cast.victim,
-        "PATCH",
-        f"{cast.url}/{testkit.id_of(vp)}",
-        f"SELECT {cast.title} FROM {cast.table} WHERE id = ?",
-        [testkit.id_of(vp)],
+    v = cast.victim
+    return record_write(
+        cast,
+        "update",
+        v,
+        f"{v}_private",
+        who="owner",
         body={cast.title: "Updated title"},
-        statuses=[200],
         description="the owner edits their record",
     )
 
 
 def owner_archive(cast: testkit.Cast) -> HttpTest:
     """The owner still archives their record."""
-    vp = f"{cast.victim}_private"
-    return testkit.write_test(
-        "regression.owner_archive",
-        R,
-        cast.victim,
-        "POST",
-        f"{cast.url}/{testkit.id_of(vp)}/archive",
-        f"SELECT status FROM {cast.table} WHERE id = ?",
-        [testkit.id_of(vp)],
-        statuses=[200],
+    v = cast.victim
+    return record_write(
+        cast,
+        "archive",
+        v,
+        f"{v}_private",
+        who="owner",
         description="the owner archives their record",
     )
 
 
 def owner_delete(cast: testkit.Cast) -> HttpTest:
     """The owner still deletes their record (the peer's own, so the victim's rows stay)."""
-    pp = f"{cast.peer}_private"
-    return testkit.write_test(
-        "regression.owner_delete",
-        R,
-        cast.peer,
-        "DELETE",
-        f"{cast.url}/{testkit.id_of(pp)}",
-        f"SELECT COUNT(*) FROM {cast.table} WHERE id = ?",
-        [testkit.id_of(pp)],
-        statuses=[204],
+    p = cast.peer
+    return record_write(
+        cast,
+        "delete",
+        p,
+        f"{p}_private",
+        who="owner",
         description="the owner deletes their record",
     )
 
