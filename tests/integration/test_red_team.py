@@ -123,6 +123,7 @@ async def test_the_fix_plus_writes_locked_down_elsewhere_scores_zero() -> None:
         "regression.owner_update",
         "regression.owner_archive",
         "regression.owner_delete",
+        "regression.admin_delete",  # administrators may delete any record in every policy
     } <= set(_broken(report))
     assert not [
         r.test_id

@@ -229,39 +229,47 @@ def _public_stats(cast: testkit.Cast) -> HttpTest:
     )
 
 
-_CLAUSE_USES: tuple[tuple[str, Callable[[testkit.Cast], HttpTest]], ...] = (
-    ("profile.read", shared.public_profile),
-    ("settings.read", shared.member_settings),
-    ("stats.public", _public_stats),
-    ("fields.private", lambda cast: shared.own_account(cast)[0]),
-    ("record.export", _owner_export),
-    ("files.read", shared.file_own),
-    ("debug.read", shared.debug_admin),
-    ("admin.manage", shared.admin_users),
-    ("profile.impersonate", shared.admin_act_as),
-    ("record.create", shared.record_create),
-    ("record.update", shared.owner_update),
-    ("record.archive", shared.owner_archive),
-    ("record.delete", shared.owner_delete),
-    ("profile.update", shared.profile_update),
-    ("settings.update", shared.admin_settings),
+_CLAUSE_USES: tuple[tuple[str, str, Callable[[testkit.Cast], HttpTest]], ...] = (
+    ("profile.read", "any_user", shared.public_profile),
+    ("settings.read", "any_user", shared.member_settings),
+    ("stats.public", "anonymous", _public_stats),
+    ("fields.private", "self", lambda cast: shared.own_account(cast)[0]),
+    ("record.export", "owner", _owner_export),
+    ("files.read", "owner", shared.file_own),
+    ("debug.read", "admin", shared.debug_admin),
+    ("admin.manage", "admin", shared.admin_users),
+    ("profile.impersonate", "admin", shared.admin_act_as),
+    ("record.create", "any_user", shared.record_create),
+    ("record.update", "owner", shared.owner_update),
+    ("record.update", "admin", shared.admin_update),
+    ("record.archive", "owner", shared.owner_archive),
+    ("record.archive", "admin", shared.admin_archive),
+    ("record.delete", "owner", shared.owner_delete),
+    ("record.delete", "admin", shared.admin_delete),
+    ("profile.update", "self", shared.profile_update),
+    ("settings.update", "admin", shared.admin_settings),
 )
-"""Per clause of the skeleton's policy, its first legitimate use: the reads first, then the
-writes, whose database checks and the restored seed after them cost more."""
+"""Per clause of the skeleton's policy and actor class it may allow (the policy's words:
+``Rule.allow``), a legitimate use: the reads first, then the writes, whose database checks
+and the restored seed after them cost more. The record writes are used by both classes a
+policy may name, the owner and an administrator; the reads of records by every class
+already (``regression_tests``)."""
 
 
 def _clause_uses(spec: ScenarioSpec, cast: testkit.Cast) -> list[HttpTest]:
-    """A legitimate use of every clause the app states, where the bug's family and companions
-    wrote none under the same id. Before, the write clauses were used only where a family's
-    hook happened to (``a01gym factory clauses``, seed 28's 300 drafts: record.delete 3,
-    record.update 6, profile.update 12 ...), and the read-only ones in 14 or none: a fix that
-    also locked one of them down (to administrators, say, or for everyone) cost nothing.
-    Now one that does fails a regression, which caps the score at 0."""
-    # the spec's rules and the skeleton's fixed lines (``compiler.policy_clauses``)
-    stated = {f"{rule.resource}.{rule.action}" for rule in spec.policy} | {"fields.private"}
+    """A legitimate use of every clause the app states, by each actor class above that the
+    clause allows, where the bug's family and companions wrote none under the same id. Before,
+    the write clauses were used only where a family's hook happened to (``a01gym factory
+    clauses``, seed 28's 300 drafts: record.delete 3, record.update 6, profile.update 12 ...),
+    and the read-only ones in 14 or none: a fix that also locked one of them down (to
+    administrators, say, or for everyone, or no longer for administrators) cost nothing. Now
+    one that does fails a regression, which caps the score at 0."""
+    allowed = {f"{rule.resource}.{rule.action}": set(rule.allow) for rule in spec.policy}
+    # the skeleton's fixed lines (``compiler.policy_clauses``)
+    allowed["fields.private"] = {"self", "admin"}
     if "public_stats" in spec.decoys:  # the app serves the count: a rule it keeps
-        stated.add("stats.public")
-    return [use(cast) for key, use in _CLAUSE_USES if key in stated]
+        allowed["stats.public"] = {"anonymous"}
+    return [use(cast) for key, who, use in _CLAUSE_USES if who in allowed.get(key, ())]
 
 
 def visible_tests(spec: ScenarioSpec) -> list[HttpTest]:

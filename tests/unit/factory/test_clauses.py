@@ -117,6 +117,26 @@ def test_every_clause_of_the_skeleton_is_used_legitimately_in_every_draft(
         assert rows[key].allowed == rows[key].stated > 0, rows[key]
 
 
+def test_administrators_record_writes_are_used_where_the_policy_lets_them(
+    drafts: list[ScenarioSpec],
+) -> None:
+    """A record write the policy grants administrators as well as owners is used by both:
+    a fix that takes it from administrators only (a check on the owner alone) fails."""
+    wanted = {
+        "update": "regression.admin_update",
+        "archive": "regression.admin_archive",
+        "delete": "regression.admin_delete",
+    }
+    seen = 0
+    for spec in drafts:
+        ids = {test.id for test in regressions.regression_tests(spec)}
+        for rule in spec.policy:
+            if rule.resource == "record" and rule.action in wanted:
+                assert (wanted[rule.action] in ids) == ("admin" in rule.allow), (spec.seed, rule)
+                seen += "admin" in rule.allow
+    assert seen > len(drafts)  # deletions in every draft, edits and archives in most
+
+
 def test_the_cli_prints_the_report_as_json() -> None:
     result = CliRunner().invoke(app, ["factory", "clauses", "--count", "21", "--json"])
     assert result.exit_code == 0, result.output

@@ -17,48 +17,19 @@ __all__ = ["FAMILY"]
 
 def _regressions(cast: testkit.Cast) -> list[HttpTest]:
     spec, sites = cast.spec, set(cast.spec.bug.sites)
-    adm, op = cast.admin, f"{cast.outsider}_private"
     tests: list[HttpTest] = []
     add = tests.append
     if "record.update" in sites:
         add(shared.owner_update(cast))
         if spec.features.admin_edits:
-            add(
-                shared.record_write(
-                    cast,
-                    "update",
-                    adm,
-                    op,
-                    who="admin",
-                    body={cast.title: "Moderated"},
-                    description="an administrator edits any record",
-                )
-            )
+            add(shared.admin_update(cast))
     if "record.archive" in sites:
         add(shared.owner_archive(cast))
         if spec.features.admin_edits:
-            add(
-                shared.record_write(
-                    cast,
-                    "archive",
-                    adm,
-                    op,
-                    who="admin",
-                    description="an administrator archives any record",
-                )
-            )
+            add(shared.admin_archive(cast))
     if "record.delete" in sites:
         add(shared.owner_delete(cast))
-        add(
-            shared.record_write(
-                cast,
-                "delete",
-                adm,
-                op,
-                who="admin",
-                description="an administrator deletes any record",
-            )
-        )
+        add(shared.admin_delete(cast))
     return tests
 
 

@@ -12,7 +12,10 @@ from a01gym.scenario.httptest import HttpTest, JsonEquals, StatusIn, Step, TestK
 __all__ = [
     "R",
     "admin_act_as",
+    "admin_archive",
+    "admin_delete",
     "admin_settings",
+    "admin_update",
     "admin_users",
     "debug_admin",
     "file_own",
@@ -165,6 +168,43 @@ def owner_delete(cast: testkit.Cast) -> HttpTest:
         f"{p}_private",
         who="owner",
         description="the owner deletes their record",
+    )
+
+
+def admin_update(cast: testkit.Cast) -> HttpTest:
+    """An administrator still edits any record (where the policy lets them)."""
+    return record_write(
+        cast,
+        "update",
+        cast.admin,
+        f"{cast.outsider}_private",
+        who="admin",
+        body={cast.title: "Moderated"},
+        description="an administrator edits any record",
+    )
+
+
+def admin_archive(cast: testkit.Cast) -> HttpTest:
+    """An administrator still archives any record (where the policy lets them)."""
+    return record_write(
+        cast,
+        "archive",
+        cast.admin,
+        f"{cast.outsider}_private",
+        who="admin",
+        description="an administrator archives any record",
+    )
+
+
+def admin_delete(cast: testkit.Cast) -> HttpTest:
+    """An administrator still deletes any record."""
+    return record_write(
+        cast,
+        "delete",
+        cast.admin,
+        f"{cast.outsider}_private",
+        who="admin",
+        description="an administrator deletes any record",
     )
 
 
