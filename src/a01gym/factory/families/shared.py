@@ -30,7 +30,6 @@ __all__ = [
     "public_guide",
     "public_profile",
     "record_create",
-    "record_write",
 ]
 
 R = TestKind.REGRESSION
@@ -105,7 +104,7 @@ _RECORD_WRITES = {
 status a permitted one answers."""
 
 
-def record_write(
+def _record_write(
     cast: testkit.Cast,
     verb: str,
     actor: str,
@@ -135,7 +134,7 @@ def record_write(
 def owner_update(cast: testkit.Cast) -> HttpTest:
     """The owner still edits their record."""
     v = cast.victim
-    return record_write(
+    return _record_write(
         cast,
         "update",
         v,
@@ -149,7 +148,7 @@ def owner_update(cast: testkit.Cast) -> HttpTest:
 def owner_archive(cast: testkit.Cast) -> HttpTest:
     """The owner still archives their record."""
     v = cast.victim
-    return record_write(
+    return _record_write(
         cast,
         "archive",
         v,
@@ -162,7 +161,7 @@ def owner_archive(cast: testkit.Cast) -> HttpTest:
 def owner_delete(cast: testkit.Cast) -> HttpTest:
     """The owner still deletes their record (the peer's own, so the victim's rows stay)."""
     p = cast.peer
-    return record_write(
+    return _record_write(
         cast,
         "delete",
         p,
@@ -174,7 +173,7 @@ def owner_delete(cast: testkit.Cast) -> HttpTest:
 
 def admin_update(cast: testkit.Cast) -> HttpTest:
     """An administrator still edits any record (where the policy lets them)."""
-    return record_write(
+    return _record_write(
         cast,
         "update",
         cast.admin,
@@ -187,7 +186,7 @@ def admin_update(cast: testkit.Cast) -> HttpTest:
 
 def admin_archive(cast: testkit.Cast) -> HttpTest:
     """An administrator still archives any record (where the policy lets them)."""
-    return record_write(
+    return _record_write(
         cast,
         "archive",
         cast.admin,
@@ -199,7 +198,7 @@ def admin_archive(cast: testkit.Cast) -> HttpTest:
 
 def admin_delete(cast: testkit.Cast) -> HttpTest:
     """An administrator still deletes any record."""
-    return record_write(
+    return _record_write(
         cast,
         "delete",
         cast.admin,
