@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 from collections.abc import AsyncIterator, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -61,6 +62,30 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
             return next((tier for tier in MACHINE_TIERS if path.startswith(tier)), path)
 
     return TierScheduling(config, log)
+
+
+# The lines of a failure's report that say what went wrong: pytest's ``E`` lines, an exception's
+# last line, and where an unraisable exception was ignored (inside an exception group's frame).
+_TELLING = re.compile(r"^[\s|+-]*(E\s|Exception ignored in|[\w.]*(Error|Warning|Exception)\w*:)")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """A short digest of every failure, printed last but for pytest's one-line summary.
+
+    What CI reports back is the tail of its log: stop 64's CI failed on "multiple unraisable
+    exception warnings (2 sub-exceptions)" and said no more, since the full report sits above
+    thirty lines of durations. Ten telling lines per failure name what leaked, or what failed.
+    """
+    reports = [r for key in ("failed", "error") for r in terminalreporter.stats.get(key, [])]
+    if not reports:
+        return
+    terminalreporter.section("failure digest")
+    for report in reports:
+        lines = [line.strip(" |+-")[:200] for line in report.longreprtext.splitlines()]
+        telling = list(dict.fromkeys(line for line in lines if _TELLING.match(line)))
+        terminalreporter.write_line(f"{report.nodeid} ({report.when}):")
+        for line in telling[-10:] or lines[-5:]:
+            terminalreporter.write_line(f"    {line}")
 
 
 @pytest.hookimpl(wrapper=True, trylast=True)

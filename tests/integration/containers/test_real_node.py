@@ -10,6 +10,7 @@ the kubelet itself die, and the chart's NetworkPolicy enforced (by kube-router b
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -228,7 +229,9 @@ async def test_a_sandbox_killed_mid_episode_is_replaced_and_the_gateway_goes_on(
     """Through the cluster's gateway with OpenEnv's own client: the container under a live
     session is killed; the next step that needs it says so plainly (``sandbox_lost``), the
     agent's edit survives in the replacement, and the reference fix still scores 1.0. A second
-    kill in one episode ends it with a grade, and the next reset gets a fresh sandbox."""
+    kill in one episode ends it with a grade, and the next reset gets a fresh sandbox. The
+    cluster's blocking calls (kubectl, ctr) run in a thread, so the session's websocket goes on
+    answering keepalive pings while they take their seconds."""
     cache = ScenarioCache(cluster.volume)
     search = {"tool": "search", "pattern": "def "}  # answered by the sandbox, not the gateway
     async with GenericEnvClient(base_url=cluster.gateway_url()) as env:
@@ -238,11 +241,11 @@ async def test_a_sandbox_killed_mid_episode_is_replaced_and_the_gateway_goes_on(
         marker = uuid.uuid4().hex  # finds the session's pod: the gateway keeps warm spares too
         path, content = fix[0]
         await env.step({"tool": "write_file", "path": path, "content": f"{content}\n# {marker}\n"})
-        killed = cluster.kill_sandbox_holding(marker)
+        killed = await asyncio.to_thread(cluster.kill_sandbox_holding, marker)
         lost = await env.step(search)
         assert lost.observation["error"]["code"] == "sandbox_lost", lost.observation
         assert "replaced" in lost.observation["output"] and not lost.done
-        code, _ = cluster.exec(killed, "true")
+        code, _ = await asyncio.to_thread(cluster.exec, killed, "true")
         assert code != 0, "the killed pod is gone or stopped"
         again = await env.step(search)
         assert again.observation["error"] is None
@@ -258,10 +261,11 @@ async def test_a_sandbox_killed_mid_episode_is_replaced_and_the_gateway_goes_on(
         )
         marker = uuid.uuid4().hex
         await env.step({"tool": "write_file", "path": path, "content": f"{content}\n# {marker}\n"})
-        cluster.kill_sandbox_holding(marker)
+        await asyncio.to_thread(cluster.kill_sandbox_holding, marker)
         replaced = await env.step(search)
         assert replaced.observation["error"]["code"] == "sandbox_lost"
-        cluster.kill_sandbox_holding(marker)  # the replacement holds the agent's files too
+        # The replacement holds the agent's files too:
+        await asyncio.to_thread(cluster.kill_sandbox_holding, marker)
         ended = await env.step(search)
         assert ended.done and ended.reward is not None, ended.observation  # graded, not hung
         third = await env.reset(seed=5)
