@@ -13,6 +13,7 @@ import pytest
 import yaml
 from stack import CHART, Stack, render_chart
 
+from a01gym.config import GradingSettings
 from a01gym.operator import crd
 from a01gym.training import config as train_config
 
@@ -325,6 +326,26 @@ def test_gateway_expert_values_become_settings_and_the_key_comes_from_a_secret(
     assert env["A01GYM_EXPERT__API_KEY"] == {
         "secretKeyRef": {"name": "expert-key", "key": "apiKey"}
     }
+
+
+def test_gateway_grading_values_become_the_grading_settings(stack: Stack) -> None:
+    """Unset, the gateway keeps its own defaults (one source); set, they reach the settings."""
+
+    def grading(*values: str) -> dict[str, str]:
+        docs = render_chart(stack.plane.bin_dir / "helm", stack.namespace, *values,
+                            include_crds=False)  # fmt: skip
+        (deployment,) = [
+            d for d in docs if d["kind"] == "Deployment" and "gateway" in d["metadata"]["name"]
+        ]
+        (container,) = deployment["spec"]["template"]["spec"]["containers"]
+        prefix = "A01GYM_GRADING__"
+        return {e["name"][len(prefix) :].lower(): e["value"] for e in container["env"]
+                if e["name"].startswith(prefix)}  # fmt: skip
+
+    assert grading() == {}
+    env = grading("gateway.grading.deadlineSeconds=45", "gateway.grading.requestTimeoutSeconds=2")
+    expected = GradingSettings(deadline_s=45, request_timeout_s=2)
+    assert GradingSettings.model_validate(env) == expected
 
 
 @pytest.mark.parametrize(
