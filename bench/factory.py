@@ -26,15 +26,16 @@ load average, ``cpu_s_per_candidate``, ``cpu_bound_per_min_2_cores`` (the rate t
 idle cores would sustain at that CPU cost) and ``cores_busy`` (the share of the machine's cores
 the build kept busy; other users' load lowers it too).
 
-Two runs back to back (2026-12-07, this 2-core VM, at 129cdd6): the sampled unit read 22.76
+Two runs of this tree back to back (2026-12-07, this 2-core VM): the sampled unit read 22.76
 and 23.79 ms (81 and 88 samples) while the idle one read 25.87 and 34.08, so the target figure
-read 289.5 and 300.9 for 6.59 and 7.16 CPU-s a candidate. Both MISS the 192. 129cdd6's suites
-also used every stated clause of the policy (~30 regressions a suite, 18.4 before; reverted
-before landing, docs/families.md), which cost ~11% (``tools/bench_ab.py`` against a7ae932:
-8.05 against 8.94 CPU-s, two rounds each). a7ae932 misses as well on this day's machine: its
-CPU rose more than the pure-Python unit did (4.98 CPU-s a candidate earlier that day, 7.5-8.6
-at 18:50), since sandbox starts and requests are system calls and process switches, which the
-unit does not time.
+read 289.5 and 300.9 for 6.59 and 7.16 CPU-s a candidate (at 129cdd6). Both MISS the 192:
+since every stated clause of the policy has its legitimate use in every suite (~30
+regressions a suite at 129cdd6, 18.4 before; ~32 since administrators' record writes joined)
+a candidate costs ~11% more CPU (``tools/bench_ab.py`` against a7ae932: 8.05
+against 8.94 CPU-s, two rounds each), and on this day's machine the build's CPU rose more
+than the pure-Python unit did (a candidate of a7ae932 cost 4.98 CPU-s earlier that day and
+7.5-8.6 at 18:50): sandbox starts and requests are system calls and process
+switches, which the unit does not time.
 
 ``--workers`` (concurrent sandbox runs) defaults to one more than the cores: a run hands every
 request from the verifier to the sandbox's supervisor to the app and back, so one run keeps a

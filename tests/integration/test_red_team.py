@@ -14,8 +14,9 @@ from __future__ import annotations
 import pytest
 
 from a01gym.factory import appgen, author, compiler, config, mutator
+from a01gym.factory.families.vocabulary import Mode
 from a01gym.factory.spec import ScenarioSpec
-from a01gym.grading.verification import verify
+from a01gym.grading.verification import Verification, verify
 from a01gym.sandbox.host.local import LocalBackend
 from a01gym.scenario.bundle import Bundle
 from a01gym.scenario.httptest import Outcome, TestKind
@@ -34,15 +35,29 @@ def _spec(family: str, site: str, trap: str | None = None) -> ScenarioSpec:
     raise AssertionError(f"no {family} scenario with {site} in 40 drafts")
 
 
-async def _grade(bundle: Bundle, patch: Patch) -> tuple[float, set[str]]:
-    """The patch's score and the ids of the attacks (exploits or guards) that got through."""
+async def _verify(bundle: Bundle, patch: Patch) -> Verification:
+    """Every hidden test's verdict on the patched app, none skipped."""
     async with LocalBackend(pool_size=1) as backend:
         report = await verify(
             backend, bundle, bundle.patched_workspace(patch), seed=7, stop_early=False
         )
     assert report.app.state.value == "running", report.app.error
-    regressions = [r for r in report.results if r.kind is TestKind.REGRESSION]
-    broken = [r.test_id for r in regressions if r.outcome is not Outcome.PASS]
+    return report
+
+
+def _broken(report: Verification) -> list[str]:
+    """The regressions (legitimate uses) that did not pass."""
+    return [
+        r.test_id
+        for r in report.results
+        if r.kind is TestKind.REGRESSION and r.outcome is not Outcome.PASS
+    ]
+
+
+async def _grade(bundle: Bundle, patch: Patch) -> tuple[float, set[str]]:
+    """The patch's score and the ids of the attacks (exploits or guards) that got through."""
+    report = await _verify(bundle, patch)
+    broken = _broken(report)
     assert not broken, broken  # each of these patches keeps legitimate use working
     through = {
         r.test_id
@@ -86,6 +101,35 @@ async def test_the_fix_plus_a_profile_hole_scores_zero_where_the_bug_opens_the_a
     assert score == 0.0
     assert any(t.startswith("guard.profile.update.") and t.endswith(".role") for t in through)
     assert not any(t.startswith("exploit.") for t in through), through  # the bug is fixed
+
+
+async def test_the_fix_plus_writes_locked_down_elsewhere_scores_zero() -> None:
+    # An IDOR on reads, fixed, with the record's writes refused to everyone: owners can no
+    # longer edit, archive or delete their records. No exploit gets through, and before every
+    # suite used each clause of the policy (stop of 2026-12-07) no regression stood on those
+    # routes in an F01 app: this patch scored 1.
+    spec = _spec("F01", "record.read")
+    writes = ("record.update", "record.archive", "record.delete")
+    assert not set(writes) & set(spec.bug.sites)
+    locked = appgen.render_app(spec, appgen.Variant(modes=dict.fromkeys(writes, Mode.DENY)))
+    vulnerable = mutator.mutate(spec).vulnerable
+    patch = Patch(
+        description="red team: the fix, and every write refused",
+        files={p: t for p, t in locked.files.items() if vulnerable.files.get(p) != t},
+    )
+    report = await _verify(compiler.compile_bundle(spec), patch)
+    assert report.score.value == 0.0
+    assert {
+        "regression.owner_update",
+        "regression.owner_archive",
+        "regression.owner_delete",
+        "regression.admin_delete",  # administrators may delete any record in every policy
+    } <= set(_broken(report))
+    assert not [
+        r.test_id
+        for r in report.results
+        if r.kind is not TestKind.REGRESSION and r.outcome is Outcome.PASS
+    ]  # the bug itself is fixed
 
 
 @pytest.mark.parametrize(

@@ -2,14 +2,16 @@
 
 Regression tests cover every actor class the policy allows (owner, teammate when shared,
 support, manager, administrator, anonymous on public routes), the legitimate uses of the
-bug's family (its ``regressions`` hook) and the first of each companion family's, a use of the
-read-only clauses no bug family's hook covers everywhere, and the route inventory on
+bug's family (its ``regressions`` hook) and the first of each companion family's, a use of
+every clause the app states that none of those covers, and the route inventory on
 ``/openapi.json``; they pass on the vulnerable and the fixed app and fail on
 deny-all, delete-route, over-filter and admin-break "fixes". Visible tests use other actors and
 rows than hidden ones; at hint level 4 they include one exploit reproduction.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from a01gym.factory import exploits, families, testkit
 from a01gym.factory.families import shared
@@ -164,14 +166,9 @@ def regression_tests(spec: ScenarioSpec) -> list[HttpTest]:
                     description="a teammate prints a shared record",
                 )
             )
-    for site, suffix, name, (own, admin, team) in _REPORTS:
-        if site not in sites:
-            continue
-        path = f"/reports{cast.url}{suffix}"
-        add(testkit.read_test(f"regression.owner_{name}", R, v, path, vp, description=own))
-        add(testkit.read_test(f"regression.admin_{name}", R, adm, path, op, description=admin))
-        if cast.shared:
-            add(testkit.read_test(f"regression.shared_{name}", R, p, path, vt, description=team))
+    for report in _REPORTS:
+        if report[0] in sites:
+            extra += _report_uses(cast, *report)
     extra += families.family(fam).regressions(cast)
     for companion in spec.companions:
         # A companion's first legitimate use only: its routes must keep working, and its other
@@ -192,30 +189,87 @@ def regression_tests(spec: ScenarioSpec) -> list[HttpTest]:
     return [*tests, *extra, inventory]
 
 
-def _clause_uses(spec: ScenarioSpec, cast: testkit.Cast) -> list[HttpTest]:
-    """A legitimate use of each read-only clause no other regression used in most suites
-    (``a01gym factory clauses``, seed 28's 300 drafts: 14, 14 and 0 before): another user's
-    public profile, one's own tenant's settings, and the public record count where the app
-    serves it. A fix that also locks one of them down (to administrators, say) fails a regression.
-
-    Three GETs at most, for the cost every regression has in every gate run and world (the
-    other clauses' uses, writes among them, would cost a build more; docs/families.md)."""
-    uses = [shared.public_profile(cast), shared.member_settings(cast)]
-    if "public_stats" in spec.decoys:
-        uses.append(
-            HttpTest(
-                id="regression.public_stats",
-                kind=R,
-                description="the record count stays public",
-                steps=[
-                    Step(
-                        path="/public/stats",
-                        expect=[StatusIn(statuses=[200]), BodyContains(value=f'"{cast.table}"')],
-                    )
-                ],
+def _report_uses(
+    cast: testkit.Cast, site: str, suffix: str, name: str, descriptions: tuple[str, str, str]
+) -> list[HttpTest]:
+    """A report's reads by its owner, an administrator and (when shared) a teammate."""
+    v, p, adm = cast.victim, cast.peer, cast.admin
+    own, admin, team = descriptions
+    path = f"/reports{cast.url}{suffix}"
+    tests = [
+        testkit.read_test(f"regression.owner_{name}", R, v, path, f"{v}_private", description=own),
+        testkit.read_test(
+            f"regression.admin_{name}", R, adm, path, f"{cast.outsider}_private", description=admin
+        ),
+    ]
+    if cast.shared:
+        tests.append(
+            testkit.read_test(
+                f"regression.shared_{name}", R, p, path, cast.team_row(v), description=team
             )
         )
-    return uses
+    return tests
+
+
+def _owner_export(cast: testkit.Cast) -> HttpTest:
+    return _report_uses(cast, *_REPORTS[0])[0]
+
+
+def _public_stats(cast: testkit.Cast) -> HttpTest:
+    return HttpTest(
+        id="regression.public_stats",
+        kind=R,
+        description="the record count stays public",
+        steps=[
+            Step(
+                path="/public/stats",
+                expect=[StatusIn(statuses=[200]), BodyContains(value=f'"{cast.table}"')],
+            )
+        ],
+    )
+
+
+_CLAUSE_USES: tuple[tuple[str, str, Callable[[testkit.Cast], HttpTest]], ...] = (
+    ("profile.read", "any_user", shared.public_profile),
+    ("settings.read", "any_user", shared.member_settings),
+    ("stats.public", "anonymous", _public_stats),
+    ("fields.private", "self", lambda cast: shared.own_account(cast)[0]),
+    ("record.export", "owner", _owner_export),
+    ("files.read", "owner", shared.file_own),
+    ("debug.read", "admin", shared.debug_admin),
+    ("admin.manage", "admin", shared.admin_users),
+    ("profile.impersonate", "admin", shared.admin_act_as),
+    ("record.create", "any_user", shared.record_create),
+    ("record.update", "owner", shared.owner_update),
+    ("record.update", "admin", shared.admin_update),
+    ("record.archive", "owner", shared.owner_archive),
+    ("record.archive", "admin", shared.admin_archive),
+    ("record.delete", "owner", shared.owner_delete),
+    ("record.delete", "admin", shared.admin_delete),
+    ("profile.update", "self", shared.profile_update),
+    ("settings.update", "admin", shared.admin_settings),
+)
+"""Per clause of the skeleton's policy and actor class it may allow (the policy's words:
+``Rule.allow``), a legitimate use: the reads first, then the writes, whose database checks
+and the restored seed after them cost more. The record writes are used by both classes a
+policy may name, the owner and an administrator; the reads of records by every class
+already (``regression_tests``)."""
+
+
+def _clause_uses(spec: ScenarioSpec, cast: testkit.Cast) -> list[HttpTest]:
+    """A legitimate use of every clause the app states, by each actor class above that the
+    clause allows, where the bug's family and companions wrote none under the same id. Before,
+    the write clauses were used only where a family's hook happened to (``a01gym factory
+    clauses``, seed 28's 300 drafts: record.delete 3, record.update 6, profile.update 12 ...),
+    and the read-only ones in 14 or none: a fix that also locked one of them down (to
+    administrators, say, or for everyone, or no longer for administrators) cost nothing. Now
+    one that does fails a regression, which caps the score at 0."""
+    allowed = {f"{rule.resource}.{rule.action}": set(rule.allow) for rule in spec.policy}
+    # the skeleton's fixed lines (``compiler.policy_clauses``)
+    allowed["fields.private"] = {"self", "admin"}
+    if "public_stats" in spec.decoys:  # the app serves the count: a rule it keeps
+        allowed["stats.public"] = {"anonymous"}
+    return [use(cast) for key, who, use in _CLAUSE_USES if who in allowed.get(key, ())]
 
 
 def visible_tests(spec: ScenarioSpec) -> list[HttpTest]:

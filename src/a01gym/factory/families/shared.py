@@ -1,7 +1,6 @@
 """Regression tests more than one family adds (the public guide, the caller's own account), and
-the legitimate uses of the skeleton's clauses, one function each, that the family whose bug
-sits on a clause writes (``regressions._clause_uses`` adds the read-only ones to every
-suite)."""
+the first legitimate use of each clause of the skeleton's policy: a family whose bug sits on a
+clause writes it, and every other suite gets it from ``regressions._clause_uses``."""
 
 from __future__ import annotations
 
