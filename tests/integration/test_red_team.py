@@ -132,6 +132,36 @@ async def test_the_fix_plus_writes_locked_down_elsewhere_scores_zero() -> None:
     ]  # the bug itself is fixed
 
 
+async def test_the_fix_plus_profiles_opened_to_anyone_scores_zero() -> None:
+    # The IDOR fixed, and another user's public profile served to callers who are not signed
+    # in (the policy lets only signed-in users read it). Before the profile's anonymous guard
+    # (2026-12-07) no hidden test made a signed-out request there: this patch scored 1.
+    spec = _spec("F01", "record.read")
+    fixed = mutator.mutate(spec).fixed.files["app/routers/users.py"]
+    signature = "    user: security.SignedIn,\n    session: Session = Depends(db.get_session),\n"
+    holder = "    if user.id == user_id or user.is_admin:\n"
+    head, sep, rest = fixed.partition("def read_profile(")
+    assert sep and rest.count(signature) >= 1 and holder in rest, "the profile route changed"
+    rest = rest.replace(
+        signature,
+        "    user: security.CurrentUser | None = Depends(security.optional_user),\n"
+        "    session: Session = Depends(db.get_session),\n",
+        1,
+    ).replace(holder, "    if user is not None and (user.id == user_id or user.is_admin):\n", 1)
+    vulnerable = mutator.mutate(spec).vulnerable
+    patch = Patch(
+        description="red team: the fix, and profiles readable without signing in",
+        files={
+            **{p: t for p, t in mutator.mutate(spec).fixed.files.items()
+               if vulnerable.files.get(p) != t},
+            "app/routers/users.py": head + sep + rest,
+        },
+    )  # fmt: skip
+    score, through = await _grade(compiler.compile_bundle(spec), patch)
+    assert score == 0.0
+    assert through == {"guard.profile.read.anon"}, through  # the bug itself is fixed
+
+
 @pytest.mark.parametrize(
     ("family", "site", "trap", "attacks"),
     [

@@ -6,7 +6,8 @@ scenario also carries a **guard** per site of the shared skeleton that is not on
 sites: the same attack the exploit suite would make there (a teammate who does not own the
 record reads, edits, deletes, archives, lists, exports it; a regular user reaches ``/admin``,
 the diagnostics page, the tenant settings, another account's private fields, another user's
-files, impersonation, a role change through the profile, a record planted in another tenant).
+files, impersonation, a role change through the profile, a record planted in another tenant;
+a caller who is not signed in reads a profile).
 
 The routes of the spec's companion families (other families' code, rendered secure) get a
 guard per site too: their family's own attack, made by the same teammate.

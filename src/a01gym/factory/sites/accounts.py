@@ -10,7 +10,15 @@ from __future__ import annotations
 
 from a01gym.factory import testkit
 from a01gym.factory.sites.attack import Attack, Site
-from a01gym.scenario.httptest import BodyContains, DbCheck, HttpTest, Step, TestKind
+from a01gym.scenario.httptest import (
+    BodyContains,
+    DbCheck,
+    HttpTest,
+    JsonEquals,
+    StatusIn,
+    Step,
+    TestKind,
+)
 
 __all__ = ["SITES"]
 
@@ -150,6 +158,30 @@ def _profile_view(a: Attack) -> list[HttpTest]:
     ]
 
 
+def _profile_read(a: Attack) -> list[HttpTest]:
+    """A public profile is for signed-in users only: the one way to break ``profile.read``
+    (the same route's private fields are ``profile.view``'s). The administrator's profile,
+    which no exploit reads: a guard never repeats an exploit's request."""
+    admin = a.cast.admin
+    return [
+        HttpTest(
+            id=f"{a.tag}.{a.site}.anon",
+            kind=a.kind,
+            description=f"anonymous reads {admin}'s public profile",
+            steps=[
+                Step(
+                    actor="anonymous",
+                    path=f"/users/{testkit.id_of(admin)}",
+                    expect=[
+                        StatusIn(statuses=[200]),
+                        JsonEquals(path="username", value=testkit.user_of(admin)),
+                    ],
+                )
+            ],
+        )
+    ]
+
+
 def _team_list(a: Attack) -> list[HttpTest]:
     return [
         testkit.read_test(
@@ -238,6 +270,7 @@ SITES = (
         same_tenant_only=True,
     ),
     Site(id="profile.view", clause="fields.private", exploits=_profile_view),
+    Site(id="profile.read", clause="profile.read", exploits=_profile_read),
     Site(id="team.list", clause="fields.private", exploits=_team_list, same_tenant_only=True),
     Site(id="files.download", clause="files.read", exploits=_download, same_tenant_only=True),
     Site(
