@@ -301,20 +301,23 @@ def test_grpo_job_smoke_writes_to_an_empty_dir_under_the_release_run_name(stack:
     assert volumes["output"] == {"name": "output", "emptyDir": {"sizeLimit": "4Gi"}}
 
 
+def _gateway_env(stack: Stack, *values: str) -> dict[str, Any]:
+    """The gateway container's environment as the chart renders it with ``values`` set."""
+    docs = render_chart(stack.plane.bin_dir / "helm", stack.namespace, *values,
+                        include_crds=False)  # fmt: skip
+    (deployment,) = [
+        d for d in docs if d["kind"] == "Deployment" and "gateway" in d["metadata"]["name"]
+    ]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+
+
 def test_gateway_expert_values_become_settings_and_the_key_comes_from_a_secret(
     stack: Stack,
 ) -> None:
-    def gateway_env(*values: str) -> dict[str, Any]:
-        docs = render_chart(stack.plane.bin_dir / "helm", stack.namespace, *values,
-                            include_crds=False)  # fmt: skip
-        (deployment,) = [
-            d for d in docs if d["kind"] == "Deployment" and "gateway" in d["metadata"]["name"]
-        ]
-        (container,) = deployment["spec"]["template"]["spec"]["containers"]
-        return {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
-
-    assert not any(name.startswith("A01GYM_EXPERT__") for name in gateway_env())
-    env = gateway_env(
+    assert not any(name.startswith("A01GYM_EXPERT__") for name in _gateway_env(stack))
+    env = _gateway_env(
+        stack,
         "gateway.expert.baseUrl=http://expert:8001/v1",
         "gateway.expert.model=big",
         "gateway.expert.apiKeySecret=expert-key",
@@ -332,15 +335,9 @@ def test_gateway_grading_values_become_the_grading_settings(stack: Stack) -> Non
     """Unset, the gateway keeps its own defaults (one source); set, they reach the settings."""
 
     def grading(*values: str) -> dict[str, str]:
-        docs = render_chart(stack.plane.bin_dir / "helm", stack.namespace, *values,
-                            include_crds=False)  # fmt: skip
-        (deployment,) = [
-            d for d in docs if d["kind"] == "Deployment" and "gateway" in d["metadata"]["name"]
-        ]
-        (container,) = deployment["spec"]["template"]["spec"]["containers"]
         prefix = "A01GYM_GRADING__"
-        return {e["name"][len(prefix) :].lower(): e["value"] for e in container["env"]
-                if e["name"].startswith(prefix)}  # fmt: skip
+        env = _gateway_env(stack, *values).items()
+        return {name[len(prefix) :].lower(): v for name, v in env if name.startswith(prefix)}
 
     assert grading() == {}
     env = grading("gateway.grading.deadlineSeconds=45", "gateway.grading.requestTimeoutSeconds=2")
