@@ -181,7 +181,7 @@ class GradingSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")  # a misspelt setting is an error
 
     # 30 s, not the former 12: a suite that uses every clause of the policy (64-67 tests)
-    # graded reference fixes in 6.6-10.7 s on a loaded 2-core real node, and under CI's load
+    # graded reference fixes in 6.9-10.8 s on a loaded 2-core real node, and under CI's load
     # past 12 s, where a correct fix scored 0 (docs/families.md). A misbehaving app still
     # ends its run at the first failed regression (8-10 s, bench/grading.py).
     deadline_s: float = Field(
