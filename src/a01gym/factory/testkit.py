@@ -15,6 +15,7 @@ from a01gym.scenario.httptest import (
     BodyContains,
     DbCheck,
     HttpTest,
+    JsonEquals,
     StatusIn,
     Step,
     TestKind,
@@ -218,6 +219,28 @@ def read_test(
         description=description,
         steps=[
             Step(actor=actor, path=path, query=query or {}, headers=headers or {}, expect=expect)
+        ],
+    )
+
+
+def profile_test(
+    test_id: str, kind: TestKind, actor: str, owner: str, *, description: str
+) -> HttpTest:
+    """A GET of ``owner``'s profile by ``actor`` that answers 200 with ``owner``'s username:
+    a signed-in user's legitimate read, or an anonymous caller's attack."""
+    return HttpTest(
+        id=test_id,
+        kind=kind,
+        description=description,
+        steps=[
+            Step(
+                actor=actor,
+                path=f"/users/{id_of(owner)}",
+                expect=[
+                    StatusIn(statuses=[200]),
+                    JsonEquals(path="username", value=user_of(owner)),
+                ],
+            )
         ],
     )
 

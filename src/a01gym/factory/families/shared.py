@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from a01gym.factory import testkit
-from a01gym.scenario.httptest import HttpTest, JsonEquals, StatusIn, Step, TestKind
+from a01gym.scenario.httptest import HttpTest, StatusIn, Step, TestKind
 
 __all__ = [
     "R",
@@ -64,21 +64,12 @@ def own_account(cast: testkit.Cast) -> list[HttpTest]:
 def public_profile(cast: testkit.Cast) -> HttpTest:
     """Another user's public profile stays readable to anyone signed in (defeats "every
     profile private" fixes)."""
-    v, p = cast.victim, cast.peer
-    return HttpTest(
-        id="regression.profile_public",
-        kind=R,
+    return testkit.profile_test(
+        "regression.profile_public",
+        R,
+        cast.peer,
+        cast.victim,
         description="public profiles keep their public fields",
-        steps=[
-            Step(
-                actor=p,
-                path=f"/users/{testkit.id_of(v)}",
-                expect=[
-                    StatusIn(statuses=[200]),
-                    JsonEquals(path="username", value=testkit.user_of(v)),
-                ],
-            )
-        ],
     )
 
 

@@ -14,8 +14,6 @@ from a01gym.scenario.httptest import (
     BodyContains,
     DbCheck,
     HttpTest,
-    JsonEquals,
-    StatusIn,
     Step,
     TestKind,
 )
@@ -164,20 +162,12 @@ def _profile_read(a: Attack) -> list[HttpTest]:
     which no exploit reads: a guard never repeats an exploit's request."""
     admin = a.cast.admin
     return [
-        HttpTest(
-            id=f"{a.tag}.{a.site}.anon",
-            kind=a.kind,
+        testkit.profile_test(
+            f"{a.tag}.{a.site}.anon",
+            a.kind,
+            "anonymous",
+            admin,
             description=f"anonymous reads {admin}'s public profile",
-            steps=[
-                Step(
-                    actor="anonymous",
-                    path=f"/users/{testkit.id_of(admin)}",
-                    expect=[
-                        StatusIn(statuses=[200]),
-                        JsonEquals(path="username", value=testkit.user_of(admin)),
-                    ],
-                )
-            ],
         )
     ]
 
