@@ -67,15 +67,18 @@ async def _grade(bundle: Bundle, patch: Patch) -> tuple[float, set[str]]:
     return report.score.value, through
 
 
+def _patch(spec: ScenarioSpec, files: dict[str, str], description: str) -> Patch:
+    """The app ``files`` as a patch of the vulnerable app: the files that differ from it."""
+    vulnerable = mutator.mutate(spec).vulnerable
+    changed = {p: t for p, t in files.items() if vulnerable.files.get(p) != t}
+    return Patch(description=f"red team: {description}", files=changed)
+
+
 def _fix_plus_holes(spec: ScenarioSpec, *sites: str) -> Patch:
     """The reference fix with the checks of ``sites`` removed, as a patch of the vulnerable
     app."""
     holed = appgen.render_app(spec, appgen.Variant(modes=dict.fromkeys(sites, "vuln")))
-    vulnerable = mutator.mutate(spec).vulnerable
-    return Patch(
-        description=f"red team: fix plus holes at {', '.join(sites)}",
-        files={p: t for p, t in holed.files.items() if vulnerable.files.get(p) != t},
-    )
+    return _patch(spec, holed.files, f"fix plus holes at {', '.join(sites)}")
 
 
 async def test_the_fix_plus_checks_deleted_elsewhere_scores_zero() -> None:
@@ -112,11 +115,7 @@ async def test_the_fix_plus_writes_locked_down_elsewhere_scores_zero() -> None:
     writes = ("record.update", "record.archive", "record.delete")
     assert not set(writes) & set(spec.bug.sites)
     locked = appgen.render_app(spec, appgen.Variant(modes=dict.fromkeys(writes, Mode.DENY)))
-    vulnerable = mutator.mutate(spec).vulnerable
-    patch = Patch(
-        description="red team: the fix, and every write refused",
-        files={p: t for p, t in locked.files.items() if vulnerable.files.get(p) != t},
-    )
+    patch = _patch(spec, locked.files, "the fix, and every write refused")
     report = await _verify(compiler.compile_bundle(spec), patch)
     assert report.score.value == 0.0
     assert {
@@ -137,7 +136,8 @@ async def test_the_fix_plus_profiles_opened_to_anyone_scores_zero() -> None:
     # in (the policy lets only signed-in users read it). Before the profile's anonymous guard
     # (2026-12-07) no hidden test made a signed-out request there: this patch scored 1.
     spec = _spec("F01", "record.read")
-    fixed = mutator.mutate(spec).fixed.files["app/routers/users.py"]
+    files = dict(mutator.mutate(spec).fixed.files)
+    fixed = files["app/routers/users.py"]
     signature = "    user: security.SignedIn,\n    session: Session = Depends(db.get_session),\n"
     holder = "    if user.id == user_id or user.is_admin:\n"
     head, sep, rest = fixed.partition("def read_profile(")
@@ -148,15 +148,8 @@ async def test_the_fix_plus_profiles_opened_to_anyone_scores_zero() -> None:
         "    session: Session = Depends(db.get_session),\n",
         1,
     ).replace(holder, "    if user is not None and (user.id == user_id or user.is_admin):\n", 1)
-    vulnerable = mutator.mutate(spec).vulnerable
-    patch = Patch(
-        description="red team: the fix, and profiles readable without signing in",
-        files={
-            **{p: t for p, t in mutator.mutate(spec).fixed.files.items()
-               if vulnerable.files.get(p) != t},
-            "app/routers/users.py": head + sep + rest,
-        },
-    )  # fmt: skip
+    files["app/routers/users.py"] = head + sep + rest
+    patch = _patch(spec, files, "the fix, and profiles readable without signing in")
     score, through = await _grade(compiler.compile_bundle(spec), patch)
     assert score == 0.0
     assert through == {"guard.profile.read.anon"}, through  # the bug itself is fixed
